@@ -1,0 +1,82 @@
+"""Avro codecs for Python clients (fastavro), plain or in the Confluent wire format.
+
+Schemas live in ``avro/*.avsc`` at the top of the checkout; the Spark job reads
+the same files for ``from_avro`` / ``to_avro``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import struct
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "avro"
+CONFLUENT_MAGIC = 0
+
+
+class AvroDecodeError(ValueError):
+    """Bytes that are not a record of the expected schema."""
+
+
+def schema_text(name: str) -> str:
+    path = SCHEMA_DIR / f"{name}.avsc"
+    if not path.exists():
+        raise FileNotFoundError(f"no Avro schema {name!r}: expected {path}")
+    return path.read_text()
+
+
+@lru_cache(maxsize=None)
+def parsed_schema(name: str) -> Any:
+    return fastavro.parse_schema(json.loads(schema_text(name)))
+
+
+def encode(name: str, record: dict[str, Any], *, schema_id: int | None = None) -> bytes:
+    """Plain Avro binary; with ``schema_id``, the Confluent wire format (magic byte + id)."""
+    buf = io.BytesIO()
+    if schema_id is not None:
+        buf.write(struct.pack(">bI", CONFLUENT_MAGIC, schema_id))
+    fastavro.schemaless_writer(buf, parsed_schema(name), record)
+    return buf.getvalue()
+
+
+def strip_confluent(data: bytes) -> bytes:
+    """Drop the 5-byte Confluent header when present (magic byte 0 followed by a schema id)."""
+    if len(data) > 5 and data[0] == CONFLUENT_MAGIC:
+        return data[5:]
+    return data
+
+
+def decode(name: str, data: bytes) -> dict[str, Any]:
+    """Decode plain or Confluent-framed Avro; raises AvroDecodeError when it is neither."""
+    body = strip_confluent(data)
+    buf = io.BytesIO(body)
+    try:
+        record = fastavro.schemaless_reader(buf, parsed_schema(name), None)
+    except Exception as exc:  # fastavro raises several types for bad input
+        raise AvroDecodeError(f"not a {name} record: {exc}") from exc
+    if buf.tell() != len(body):
+        raise AvroDecodeError(f"not a {name} record: {len(body) - buf.tell()} bytes left over after decoding")
+    return record  # type: ignore[return-value]
+
+
+def to_jsonable(record: Any) -> Any:
+    """Avro-decoded values as JSON-ready values (timestamps as epoch ms, bytes as latin-1 text)."""
+    import datetime as _dt
+
+    if isinstance(record, dict):
+        return {k: to_jsonable(v) for k, v in record.items()}
+    if isinstance(record, list):
+        return [to_jsonable(v) for v in record]
+    if isinstance(record, _dt.datetime):
+        return int(record.timestamp() * 1000)
+    if isinstance(record, bytes):
+        return record.decode("latin-1")
+    return record

@@ -1,0 +1,127 @@
+"""Python clients of qmon's topics: produce activity and commands, follow outputs, wait for replies."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any, Callable, Iterable, Iterator
+
+from connectors import avro
+from connectors.kafka import client_config
+from qmon import topics
+from qmon.config import KafkaSecurity
+
+logger = logging.getLogger(__name__)
+
+
+def producer(bootstrap: str, security: KafkaSecurity | None = None, **extra: Any) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer(client_config(bootstrap, security, **{"linger.ms": 5, "acks": "all", **extra}))
+
+
+def produce_rows(bootstrap: str, rows: Iterable[tuple[str, bytes | None, bytes]],
+                 security: KafkaSecurity | None = None) -> int:
+    """(topic, key, value) rows -> Kafka; returns how many were acknowledged."""
+    p = producer(bootstrap, security)
+    errors: list[str] = []
+    count = 0
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    for topic, key, value in rows:
+        while True:
+            try:
+                p.produce(topic, key=key, value=value, on_delivery=delivered)
+                break
+            except BufferError:
+                p.poll(0.1)
+        count += 1
+        p.poll(0)
+    p.flush(60)
+    if errors:
+        raise RuntimeError(f"{len(errors)} records were not delivered; first error: {errors[0]}")
+    return count
+
+
+def send_commands(bootstrap: str, qmgr: str, commands: list[str], *, user: str | None = None,
+                  security: KafkaSecurity | None = None, ts: int | None = None, prefix: str = "qmon") -> list[str]:
+    """Publish MQSC commands to qmon.control; returns their command ids."""
+    now = ts if ts is not None else int(time.time() * 1000)
+    ids, rows = [], []
+    for text in commands:
+        cid = str(uuid.uuid4())
+        ids.append(cid)
+        record = {"command_id": cid, "ts": now, "qmgr": qmgr, "text": text, "user": user}
+        rows.append((topics.physical(topics.CONTROL, prefix), qmgr.encode(), avro.encode("ControlCommand", record)))
+    produce_rows(bootstrap, rows, security)
+    return ids
+
+
+def consume(bootstrap: str, topic_names: Iterable[str], *, from_beginning: bool = True,
+            timeout: float | None = 30.0, idle: float | None = None, security: KafkaSecurity | None = None,
+            stop: Callable[[str, dict[str, Any]], bool] | None = None,
+            prefix: str = "qmon") -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """Yield (logical topic, decoded record, message) from qmon's topics (logical names given).
+
+    Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record, or when
+    ``stop(topic, record)`` returns True.
+    """
+    from confluent_kafka import Consumer, KafkaError
+
+    conf = client_config(bootstrap, security, **{
+        "group.id": f"qmon-cli-{uuid.uuid4()}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest" if from_beginning else "latest"})
+    c = Consumer(conf)
+    logical_of = {topics.physical(t, prefix): t for t in topic_names}
+    c.subscribe(list(logical_of))
+    start = last = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            if timeout is not None and now - start > timeout:
+                return
+            if idle is not None and now - last > idle:
+                return
+            msg = c.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                if msg.error().code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise RuntimeError(f"consuming {msg.topic()}: {msg.error()}")
+            last = time.monotonic()
+            logical = logical_of.get(msg.topic(), msg.topic())
+            name = topics.RECORD_OF.get(logical)
+            if name is None:
+                continue
+            try:
+                record = avro.decode(name, msg.value())
+            except avro.AvroDecodeError as exc:
+                record = {"undecodable": str(exc)}
+            yield logical, record, msg
+            if stop is not None and stop(logical, record):
+                return
+    finally:
+        c.close()
+
+
+def wait_for_replies(bootstrap: str, command_ids: list[str], *, timeout: float = 120.0,
+                     security: KafkaSecurity | None = None, prefix: str = "qmon") -> dict[str, dict[str, Any]]:
+    """The replies to ``command_ids`` (those that arrive within ``timeout``)."""
+    wanted = set(command_ids)
+    replies: dict[str, dict[str, Any]] = {}
+
+    def done(topic: str, record: dict[str, Any]) -> bool:
+        if record.get("command_id") in wanted:
+            replies[record["command_id"]] = record
+        return wanted <= replies.keys()
+
+    for _ in consume(bootstrap, [topics.REPLIES], timeout=timeout, security=security, stop=done, prefix=prefix):
+        pass
+    return replies

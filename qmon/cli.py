@@ -1,0 +1,257 @@
+"""The ``qmon`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from qmon import topics
+from qmon.config import Config, ConfigError, load_config
+
+logger = logging.getLogger("qmon")
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return load_config(getattr(args, "config", None))
+
+
+def _bootstrap(args: argparse.Namespace, config: Config) -> str:
+    return args.bootstrap or os.environ.get("QMON_BOOTSTRAP") or config.kafka.bootstrap
+
+
+# ---------------------------------------------------------------- run / replay
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from streaming.job import run
+
+    config = _config(args)
+    checkpoint = args.checkpoint or config.job.checkpoint
+    if args.master:
+        config = config.model_copy(update={"job": config.job.model_copy(update={"master": args.master})})
+    return run(config, _bootstrap(args, config), checkpoint, available_now=args.available_now)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from streaming.replay import replay_file
+
+    config = _config(args)
+    if not Path(args.input).exists():
+        print(f"qmon replay: {args.input}: no such file", file=sys.stderr)
+        return 2
+    n = replay_file(args.input, config, args.output)
+    if args.output:
+        print(f"qmon replay: {n} records written to {args.output}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- kafka
+
+
+def cmd_kafka_start(args: argparse.Namespace) -> int:
+    from connectors.broker import LocalKafka
+    from connectors.kafka import ensure_topics
+
+    broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0).start()
+    ensure_topics(broker.bootstrap, args.partitions)
+    print(f"Kafka broker ready: --bootstrap {broker.bootstrap}  (log: {broker.log_path}); Ctrl-C stops it",
+          flush=True)
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    try:
+        while not stop["now"] and broker.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    broker.stop()
+    return 0
+
+
+# ---------------------------------------------------------------- produce / mqsc / tail
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from connectors.clients import produce_rows
+    from streaming.replay import encode_lines
+
+    config = _config(args)
+    with open(args.input) as fh:
+        encoded = encode_lines(fh, Path(args.input).name)
+    for d in encoded.dead:
+        print(f"qmon produce: {args.input}: {d['error']} ({d['reason_name']}); not sent", file=sys.stderr)
+    prefix = config.kafka.topic_prefix
+    n = produce_rows(_bootstrap(args, config),
+                     ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
+                     config.kafka.security)
+    print(f"qmon produce: {n} records sent", file=sys.stderr)
+    return 0
+
+
+def read_mqsc_input(args: argparse.Namespace) -> list[str]:
+    from qmon.mqsc import split_script
+
+    if args.command:
+        text = " ".join(args.command)
+    elif args.file:
+        text = Path(args.file).read_text()
+    else:
+        text = sys.stdin.read()
+    return split_script(text)
+
+
+def cmd_mqsc(args: argparse.Namespace) -> int:
+    from connectors.clients import send_commands, wait_for_replies
+
+    config = _config(args)
+    bootstrap = _bootstrap(args, config)
+    commands = read_mqsc_input(args)
+    if not commands:
+        print("qmon mqsc: no command given (argument, -f FILE or standard input)", file=sys.stderr)
+        return 2
+    prefix = config.kafka.topic_prefix
+    ids = send_commands(bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security,
+                        prefix=prefix)
+    replies = wait_for_replies(bootstrap, ids, timeout=args.timeout, security=config.kafka.security, prefix=prefix)
+    failed = 0
+    for n, (cid, text) in enumerate(zip(ids, commands), start=1):
+        print(f"{n:>6} : {text}")
+        reply = replies.get(cid)
+        if reply is None:
+            failed += 1
+            print(f"qmon: no reply within {args.timeout:.0f} s (is `qmon run` running against {bootstrap}?)")
+        else:
+            failed += 0 if reply["ok"] else 1
+            print(reply["message"])
+    print(f"{len(commands)} MQSC commands read.\n{failed} commands have a syntax error or failed." if failed else
+          f"{len(commands)} MQSC commands read.\nAll valid MQSC commands were processed.")
+    return 1 if failed else 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from connectors.clients import consume
+    from connectors.avro import to_jsonable
+    from qmon.render import line
+
+    config = _config(args)
+    names = args.topics or [t for t in topics.OUTPUTS]
+    colour = sys.stdout.isatty() and not args.json
+    count = 0
+    try:
+        for topic, record, _msg in consume(_bootstrap(args, config), names, from_beginning=args.from_beginning,
+                                           timeout=args.timeout, idle=args.idle, security=config.kafka.security,
+                                           prefix=config.kafka.topic_prefix):
+            if args.json:
+                rec = to_jsonable(record)
+                if topic == topics.DLQ:
+                    import base64
+
+                    for k in ("key", "value"):
+                        if isinstance(record.get(k), bytes):
+                            rec[k] = base64.b64encode(record[k]).decode()
+                print(json.dumps({"topic": topic, **rec}), flush=True)
+            else:
+                print(line(topic, record, colour), flush=True)
+            count += 1
+            if args.max and count >= args.max:
+                break
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+# ---------------------------------------------------------------- demo
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from qmon.demo import demo
+
+    return demo(duration=args.duration, workdir=args.dir)
+
+
+# ---------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qmon", description="Real-time queue monitor and event generator "
+                                "(IBM MQ service interval and depth events, IMS CQS structures) on Kafka + Spark.")
+    p.add_argument("--log-level", default=os.environ.get("QMON_LOG_LEVEL", "INFO"))
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp: argparse.ArgumentParser, bootstrap: bool = True) -> None:
+        sp.add_argument("--config", help="YAML configuration file (see README)")
+        if bootstrap:
+            sp.add_argument("--bootstrap", help="Kafka bootstrap servers (default: config kafka.bootstrap, "
+                                                "or QMON_BOOTSTRAP)")
+
+    sp = sub.add_parser("run", help="run the streaming job against a Kafka cluster")
+    common(sp)
+    sp.add_argument("--checkpoint", help="checkpoint directory (state and offsets; keep it to restart)")
+    sp.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    sp.add_argument("--available-now", action="store_true",
+                    help="consume what the topics hold now, then stop (Trigger.AvailableNow)")
+    sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("replay", help="run the pipeline once over a JSONL file of activity and commands")
+    common(sp, bootstrap=False)
+    sp.add_argument("input")
+    sp.add_argument("--output", help="write the output records here (JSONL); default standard output")
+    sp.set_defaults(func=cmd_replay)
+
+    sp = sub.add_parser("kafka", help="a local Apache Kafka broker (KRaft) on loopback")
+    ksub = sp.add_subparsers(dest="kafka_cmd", required=True)
+    kp = ksub.add_parser("start", help="start a broker and create qmon's topics; runs until Ctrl-C")
+    kp.add_argument("--port", type=int, default=9092)
+    kp.add_argument("--dir", help="broker data directory (default: a new temporary directory)")
+    kp.add_argument("--partitions", type=int, default=4)
+    kp.set_defaults(func=cmd_kafka_start)
+
+    sp = sub.add_parser("produce", help="send a JSONL file of activity and commands to qmon's input topics")
+    common(sp)
+    sp.add_argument("input")
+    sp.set_defaults(func=cmd_produce)
+
+    sp = sub.add_parser("mqsc", help="send MQSC commands to qmon.control and print the replies")
+    common(sp)
+    sp.add_argument("command", nargs="*", help="one command (otherwise -f FILE or standard input)")
+    sp.add_argument("-f", "--file", help="a file of MQSC commands (+/- continuation, * comments)")
+    sp.add_argument("-m", "--qmgr", default=os.environ.get("QMON_QMGR", "QM1"), help="queue manager (default QM1)")
+    sp.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the replies")
+    sp.set_defaults(func=cmd_mqsc)
+
+    sp = sub.add_parser("tail", help="follow output topics")
+    common(sp)
+    sp.add_argument("topics", nargs="*", help=f"topics (default: {', '.join(topics.OUTPUTS)})")
+    sp.add_argument("--json", action="store_true", help="JSON lines instead of text")
+    sp.add_argument("--from-beginning", action="store_true")
+    sp.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    sp.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a record")
+    sp.add_argument("--max", type=int, default=0, help="stop after this many records")
+    sp.set_defaults(func=cmd_tail)
+
+    sp = sub.add_parser("demo", help="local broker + sample workload + the job, events shown live")
+    sp.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
+    sp.add_argument("--dir", help="working directory (default: a new temporary directory)")
+    sp.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"qmon: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""MQSC command parsing, pure.
+
+qmon accepts the subset of MQSC that drives its rules (SPEC §2) with MQSC's
+own lexical rules: keywords are case-insensitive and may be abbreviated the
+way runmqsc allows for the common ones (DEF, QL); unquoted names fold to upper
+case, quoted names keep their case ('' is a quote inside quotes); a line
+ending in ``+`` continues with the next line's first non-blank character, one
+ending in ``-`` continues with the next line as it stands; a line whose first
+character is ``*`` is a comment.  Blanks or commas separate keywords, and a
+blank may stand between a keyword and its parenthesised value.
+
+Every error names the keyword at fault and says what would be accepted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+MAX_NAME = 48
+_NAME_RE = re.compile(r"^[A-Za-z0-9._/%*]+$")
+
+
+class MqscError(ValueError):
+    """An MQSC command qmon cannot accept; ``keyword`` names the part at fault."""
+
+    def __init__(self, keyword: str, message: str):
+        super().__init__(message)
+        self.keyword = keyword
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed command. ``attrs`` holds normalised attribute values."""
+
+    verb: str  # DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING
+    obj: str  # QMGR, QLOCAL, QSTATS, INTEREST
+    name: str | None = None  # queue name (or pattern for INTEREST)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()  # MQ keywords accepted but not modelled
+
+    @property
+    def generic(self) -> bool:
+        return self.name is not None and self.name.endswith("*")
+
+    @property
+    def scope(self) -> str:
+        """'qmgr' when the command concerns every queue of the queue manager, else 'queue'."""
+        if self.obj == "QMGR" or self.generic:
+            return "qmgr"
+        return "queue"
+
+
+# ---------------------------------------------------------------- script level
+
+
+def split_script(text: str) -> list[str]:
+    """Join continuation lines and drop comments; one string per command."""
+    commands: list[str] = []
+    current = ""
+    continuing = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not continuing and line.startswith("*"):
+            continue
+        if not continuing and not line.strip():
+            continue
+        if continuing == "+":
+            line = line.lstrip()
+        if line.endswith("+") or line.endswith("-"):
+            mark = line[-1]
+            current += line[:-1]
+            continuing = mark  # type: ignore[assignment]
+            continue
+        current += line
+        continuing = False
+        if current.strip():
+            commands.append(current.strip())
+        current = ""
+    if current.strip():
+        commands.append(current.strip())
+    return commands
+
+
+# ---------------------------------------------------------------- tokens
+
+
+def _tokens(text: str) -> list[tuple[str, str | None, bool]]:
+    """(KEYWORD, value or None, value_was_quoted) in order."""
+    out: list[tuple[str, str | None, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " ,\t":
+            i += 1
+            continue
+        m = re.match(r"[A-Za-z0-9_.*%/]+", text[i:])
+        if not m:
+            raise MqscError(text[i:i + 10], f"unexpected character {c!r} at position {i + 1}")
+        word = m.group(0)
+        i += len(word)
+        j = i
+        while j < n and text[j] == " ":
+            j += 1
+        value: str | None = None
+        quoted = False
+        if j < n and text[j] == "(":
+            i = j + 1
+            while i < n and text[i] == " ":
+                i += 1
+            if i < n and text[i] == "'":
+                quoted = True
+                i += 1
+                buf = []
+                while True:
+                    if i >= n:
+                        raise MqscError(word.upper(), f"{word.upper()}: the quoted value has no closing quote")
+                    if text[i] == "'":
+                        if i + 1 < n and text[i + 1] == "'":
+                            buf.append("'")
+                            i += 2
+                            continue
+                        i += 1
+                        break
+                    buf.append(text[i])
+                    i += 1
+                value = "".join(buf)
+                while i < n and text[i] == " ":
+                    i += 1
+                if i >= n or text[i] != ")":
+                    raise MqscError(word.upper(), f"{word.upper()}: expected ')' after the quoted value")
+                i += 1
+            else:
+                close = text.find(")", i)
+                if close < 0:
+                    raise MqscError(word.upper(), f"{word.upper()}: the value has no closing parenthesis")
+                value = text[i:close].strip()
+                i = close + 1
+        out.append((word.upper(), value, quoted))
+    return out
+
+
+def _name(keyword: str, value: str | None, quoted: bool, *, generic_ok: bool = False) -> str:
+    if value is None or value == "":
+        raise MqscError(keyword, f"{keyword} needs a name in parentheses, e.g. {keyword}(PAYROLL.REQUEST)")
+    name = value if quoted else value.upper()
+    if len(name) > MAX_NAME:
+        raise MqscError(keyword, f"{keyword}({name}): a name is at most {MAX_NAME} characters, this one has {len(name)}")
+    if not _NAME_RE.match(name) or ("*" in name and not (generic_ok and name.endswith("*") and name.count("*") == 1)):
+        allowed = "letters, digits, . / _ %" + (" and a final * for a generic name" if generic_ok else "")
+        raise MqscError(keyword, f"{keyword}({name}): a name may hold only {allowed}")
+    return name
+
+
+def _int(keyword: str, value: str | None, lo: int, hi: int, unit: str = "") -> int:
+    if value is None or not re.fullmatch(r"\d+", value.strip()):
+        raise MqscError(keyword, f"{keyword}({value or ''}): expected a whole number{unit} from {lo} to {hi}")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise MqscError(keyword, f"{keyword}({number}): out of range, expected {lo} to {hi}{unit}")
+    return number
+
+
+def _choice(keyword: str, value: str | None, choices: tuple[str, ...]) -> str:
+    v = (value or "").upper()
+    if v not in choices:
+        raise MqscError(keyword, f"{keyword}({value or ''}): expected one of {', '.join(choices)}")
+    return v
+
+
+_VERBS = {"DEFINE": "DEFINE", "DEF": "DEFINE", "ALTER": "ALTER", "ALT": "ALTER", "RESET": "RESET",
+          "REGISTER": "REGISTER", "DEREGISTER": "DEREGISTER", "PING": "PING"}
+_QLOCAL = {"QLOCAL", "QL"}
+
+#: Queue attributes qmon models, with their parsers.
+_QUEUE_ATTRS = {
+    "QSVCIEV": lambda v, q: _choice("QSVCIEV", v, ("HIGH", "OK", "NONE")),
+    "QSVCINT": lambda v, q: _int("QSVCINT", v, 0, 999_999_999, " milliseconds"),
+    "MAXDEPTH": lambda v, q: _int("MAXDEPTH", v, 0, 999_999_999),
+    "QDEPTHHI": lambda v, q: _int("QDEPTHHI", v, 0, 100, " percent"),
+    "QDEPTHLO": lambda v, q: _int("QDEPTHLO", v, 0, 100, " percent"),
+    "QDPHIEV": lambda v, q: _choice("QDPHIEV", v, ("ENABLED", "DISABLED")) == "ENABLED",
+    "QDPLOEV": lambda v, q: _choice("QDPLOEV", v, ("ENABLED", "DISABLED")) == "ENABLED",
+    "QDPMAXEV": lambda v, q: _choice("QDPMAXEV", v, ("ENABLED", "DISABLED")) == "ENABLED",
+}
+#: Real MQ queue keywords that qmon accepts and does not model.
+_IGNORED_QUEUE_ATTRS = {"DESCR", "MAXMSGL", "DEFPSIST", "DEFPRTY", "PUT", "GET", "SHARE", "NOSHARE",
+                        "TRIGGER", "NOTRIGGER", "TRIGTYPE", "INITQ", "PROCESS", "BOQNAME", "BOTHRESH",
+                        "USAGE", "STATQ", "MONQ", "ACCTQ", "LIKE", "CLUSTER", "CLUSNL", "QSGDISP", "CMDSCOPE"}
+
+#: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA).
+NO_INTEREST_TYPES = {"2": "transaction staging", "3": "suspend", "6": "LTERM staging",
+                     "7": "APPC ready", "9": "OTMA ready"}
+
+
+def parse_command(text: str) -> Command:
+    """Parse one MQSC command (continuations already joined)."""
+    toks = _tokens(text.strip())
+    if not toks:
+        raise MqscError("", "empty command")
+    verb_word, verb_value, _ = toks[0]
+    verb = _VERBS.get(verb_word)
+    if verb is None or verb_value is not None:
+        known = "DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING"
+        raise MqscError(verb_word, f"{verb_word}: unknown or unsupported command verb (qmon accepts {known})")
+    if len(toks) < 2:
+        raise MqscError(verb_word, f"{verb}: an object type must follow, e.g. {verb} QLOCAL(name)")
+    obj_word, obj_value, obj_quoted = toks[1]
+    rest = toks[2:]
+
+    if verb in ("ALTER", "PING") and obj_word == "QMGR":
+        if obj_value is not None:
+            raise MqscError("QMGR", "QMGR takes no name here: the control record's qmgr field names the queue manager")
+        attrs: dict[str, Any] = {}
+        ignored: list[str] = []
+        for kw, value, _ in rest:
+            if verb == "ALTER" and kw == "PERFMEV":
+                attrs["PERFMEV"] = _choice("PERFMEV", value, ("ENABLED", "DISABLED"))
+            elif verb == "ALTER" and kw in {"DESCR", "FORCE", "STATQ", "MONQ"}:
+                ignored.append(kw)
+            else:
+                raise MqscError(kw, f"{kw}: not a keyword qmon accepts on {verb} QMGR" + (" (PERFMEV is)" if verb == "ALTER" else ""))
+        if verb == "ALTER" and not attrs and not ignored:
+            raise MqscError("QMGR", "ALTER QMGR needs an attribute, e.g. PERFMEV(ENABLED)")
+        return Command(verb, "QMGR", None, attrs, tuple(ignored))
+
+    if verb in ("DEFINE", "ALTER") and obj_word in _QLOCAL:
+        name = _name("QLOCAL", obj_value, obj_quoted)
+        attrs = {}
+        ignored = []
+        for kw, value, _ in rest:
+            if kw in _QUEUE_ATTRS:
+                attrs[kw] = _QUEUE_ATTRS[kw](value, None)
+            elif kw in ("REPLACE", "NOREPLACE") and verb == "DEFINE":
+                attrs["REPLACE"] = kw == "REPLACE"
+            elif kw in _IGNORED_QUEUE_ATTRS:
+                ignored.append(kw)
+            else:
+                raise MqscError(kw, f"{kw}: not a queue attribute qmon accepts "
+                                    f"(QSVCIEV, QSVCINT, MAXDEPTH, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV)")
+        return Command(verb, "QLOCAL", name, attrs, tuple(ignored))
+
+    if verb == "RESET" and obj_word == "QSTATS":
+        name = _name("QSTATS", obj_value, obj_quoted)
+        for kw, _, _ in rest:
+            if kw != "CMDSCOPE":
+                raise MqscError(kw, f"{kw}: RESET QSTATS takes no other keyword")
+        return Command(verb, "QSTATS", name)
+
+    if verb in ("REGISTER", "DEREGISTER") and obj_word == "INTEREST":
+        if obj_value is not None:
+            raise MqscError("INTEREST", f"{verb} INTEREST takes no value; name the queue with QUEUE(name)")
+        kws = {kw: (value, quoted) for kw, value, quoted in rest}
+        for kw in kws:
+            if kw not in ("QUEUE", "CLIENT"):
+                raise MqscError(kw, f"{kw}: {verb} INTEREST takes QUEUE(name) and CLIENT(id)")
+        if "QUEUE" not in kws:
+            raise MqscError("QUEUE", f"{verb} INTEREST needs QUEUE(name)")
+        if "CLIENT" not in kws:
+            raise MqscError("CLIENT", f"{verb} INTEREST needs CLIENT(id)")
+        name = _name("QUEUE", *kws["QUEUE"], generic_ok=True)
+        client = _name("CLIENT", *kws["CLIENT"])
+        if verb == "REGISTER" and name[0] in NO_INTEREST_TYPES:
+            kind = NO_INTEREST_TYPES[name[0]]
+            raise MqscError("QUEUE", f"QUEUE({name}): a {kind} queue (type {name[0]}) cannot have interest "
+                                     "registered; IMS registers interest only in ready queues")
+        return Command(verb, "INTEREST", name, {"CLIENT": client})
+
+    raise MqscError(obj_word, f"{obj_word}: {verb} does not apply to {obj_word} in qmon "
+                              "(see the README for the supported commands)")
+
+
+def canonical(cmd: Command) -> str:
+    """The command as runmqsc would echo it, for replies and logs."""
+    parts = [cmd.verb, cmd.obj if cmd.name is None or cmd.obj == "INTEREST" else f"{cmd.obj}('{cmd.name}')"]
+    if cmd.obj == "INTEREST":
+        parts.append(f"QUEUE('{cmd.name}') CLIENT('{cmd.attrs['CLIENT']}')")
+    else:
+        for k, v in cmd.attrs.items():
+            if isinstance(v, bool):
+                v = "ENABLED" if v else "DISABLED"
+            parts.append(f"{k}({v})")
+    return " ".join(parts)

@@ -1,0 +1,441 @@
+"""Per-queue rules of IBM MQ: queue service interval events, queue depth events,
+statistics, and qmon's stall alert.  Pure: no Spark, no Kafka, no clock.
+
+The rules follow seed 001 (``Queue service interval events algorithm``) and
+SPEC §3, §4 and §9:
+
+* The service timer is reset to the operation's time after a PUT to an empty
+  queue and after a GET that leaves the queue non-empty; a GET that empties the
+  queue turns it OFF; START sets it to the start time when depth > 0.
+* After a PUT or GET the elapsed time ``t - start`` is compared with QSVCINT:
+  ``elapsed > QSVCINT`` with HIGH enabled gives QSVCINT_HIGH (on a put or a
+  get); ``elapsed <= QSVCINT`` on a GET with OK enabled gives QSVCINT_OK.
+  Equality is OK, never High.  High and OK enable each other (flip-flop).
+* Events need PERFMEV ENABLED on the queue manager; timer and statistics are
+  kept regardless, so enabling takes effect on the next put or get.
+* An event's statistics run from the previous reset up to and including the
+  generating operation; then they reset.
+
+The monitor is a *shard* of one queue manager: the Spark job splits a queue
+manager's queues over a few shards (buckets) so that the fixed per-key cost of
+a stateful operator is paid per shard, not per queue.  A shard holds the
+queue-manager settings (PERFMEV) itself, because every command that concerns
+the whole queue manager is delivered to every shard.
+
+State is made of plain dicts and lists only, so that it pickles compactly and
+survives code changes that do not change its shape.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, NamedTuple, TypedDict
+
+from qmon import topics
+from qmon.ids import event_id
+from qmon.mqsc import Command, canonical
+from qmon.reasons import (
+    MQRC_Q_DEPTH_HIGH,
+    MQRC_Q_DEPTH_LOW,
+    MQRC_Q_FULL,
+    MQRC_Q_SERVICE_INTERVAL_HIGH,
+    MQRC_Q_SERVICE_INTERVAL_OK,
+)
+
+logger = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+REASON_NAMES = {
+    "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),
+    "QSVCINT_OK": (MQRC_Q_SERVICE_INTERVAL_OK, "MQRC_Q_SERVICE_INTERVAL_OK"),
+    "QDEPTH_HIGH": (MQRC_Q_DEPTH_HIGH, "MQRC_Q_DEPTH_HIGH"),
+    "QDEPTH_LOW": (MQRC_Q_DEPTH_LOW, "MQRC_Q_DEPTH_LOW"),
+    "Q_FULL": (MQRC_Q_FULL, "MQRC_Q_FULL"),
+}
+
+#: MQ's defaults for the attributes qmon models (SPEC §2).
+MQ_DEFAULTS: dict[str, Any] = {
+    "QSVCIEV": "NONE",
+    "QSVCINT": 999_999_999,
+    "MAXDEPTH": 5000,
+    "QDEPTHHI": 80,
+    "QDEPTHLO": 20,
+    "QDPHIEV": False,
+    "QDPLOEV": False,
+    "QDPMAXEV": False,
+}
+
+
+class Activity(NamedTuple):
+    """One validated QueueActivity record, plus where it came from."""
+
+    event_id: str
+    qmgr: str
+    queue: str
+    op: str  # PUT, GET, START
+    ts: int  # event time, epoch ms
+    depth_after: int | None = None
+    msg_bytes: int | None = None
+    structure: str | None = None
+    reason: int | None = None
+    clock: int | None = None  # arrival clock (broker append time); defaults to ts
+    seq: int = 0  # arrival order, for output ordering
+
+
+class Emit(NamedTuple):
+    """One output record: its topic, its Kafka key and its fields."""
+
+    topic: str
+    key: str
+    record: dict[str, Any]
+
+
+class QueueState(TypedDict):
+    depth: int
+    timer: int | None  # service timer start (event time, ms) or None when OFF
+    timer_clock: int | None  # the same instant on the arrival clock (for the stall timer)
+    attrs: dict[str, Any]  # QSVCIEV (current enabled event), QSVCINT, MAXDEPTH, QDEPTHHI/LO, QDP*EV
+    defined: bool  # DEFINE QLOCAL was seen (so a second DEFINE needs REPLACE)
+    reset_ts: int | None
+    high_depth: int
+    enq: int
+    deq: int
+    last_ts: int  # newest event time seen (for TTL)
+    recent: dict[str, int]  # event_id -> ts, for duplicate suppression
+    stall: str | None  # alert_id of the firing stall episode
+
+
+@dataclass(frozen=True)
+class QueueDefaults:
+    """Attribute defaults for queues whose name matches ``pattern`` (MQ generic name or glob)."""
+
+    pattern: str
+    attrs: dict[str, Any]
+
+    def matches(self, queue: str) -> bool:
+        return fnmatch.fnmatchcase(queue, self.pattern)
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """What the per-queue rules take from configuration."""
+
+    perfmev: str = "DISABLED"
+    queue_defaults: tuple[QueueDefaults, ...] = ()
+    dedup_window_ms: int = 10 * 60 * 1000
+    dedup_max: int = 256
+
+    def attrs_for(self, queue: str) -> dict[str, Any]:
+        attrs = dict(MQ_DEFAULTS)
+        for rule in self.queue_defaults:
+            if rule.matches(queue):
+                attrs.update(rule.attrs)
+                break
+        return attrs
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+class QueueMonitor:
+    """The per-queue rules for one shard of one queue manager."""
+
+    def __init__(self, qmgr: str, settings: MonitorSettings, state: dict[str, Any] | None = None):
+        self.qmgr = qmgr
+        self.settings = settings
+        if state is None:
+            state = {"v": STATE_VERSION, "perfmev": None, "queues": {}}
+        if state.get("v") != STATE_VERSION:
+            message = f"queue state of {qmgr} has version {state.get('v')}, this qmon reads {STATE_VERSION}"
+            raise ValueError(message)
+        self.state = state
+        self.queues: dict[str, QueueState] = state["queues"]
+
+    # ------------------------------------------------------------ helpers
+
+    @property
+    def perfmev(self) -> str:
+        return self.state["perfmev"] or self.settings.perfmev
+
+    def _queue(self, name: str, ts: int) -> QueueState:
+        q = self.queues.get(name)
+        if q is None:
+            q = QueueState(depth=0, timer=None, timer_clock=None, attrs=self.settings.attrs_for(name),
+                           defined=False, reset_ts=None, high_depth=0, enq=0, deq=0, last_ts=ts,
+                           recent={}, stall=None)
+            self.queues[name] = q
+        return q
+
+    def _event(self, q: QueueState, queue: str, kind: str, ts: int, source_id: str,
+               service_time: int | None = None) -> Emit:
+        code, reason = REASON_NAMES[kind]
+        reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+        record = {
+            "event_id": event_id("perf", kind, self.qmgr, queue, source_id),
+            "type": kind,
+            "reason_code": code,
+            "reason": reason,
+            "qmgr": self.qmgr,
+            "queue": queue,
+            "ts": ts,
+            "time_since_reset": max(0, (ts - reset_ts) // 1000),
+            "high_q_depth": q["high_depth"],
+            "msg_enq_count": q["enq"],
+            "msg_deq_count": q["deq"],
+            "service_time_ms": service_time,
+            "service_interval_ms": q["attrs"]["QSVCINT"] if kind.startswith("QSVCINT") else None,
+        }
+        if not kind.startswith("QSVCINT"):
+            record["service_time_ms"] = None
+        self._reset_stats(q, ts)
+        return Emit(topics.PERFORMANCE, f"{self.qmgr}/{queue}", record)
+
+    @staticmethod
+    def _reset_stats(q: QueueState, ts: int) -> None:
+        q["reset_ts"] = ts
+        q["high_depth"] = q["depth"]
+        q["enq"] = 0
+        q["deq"] = 0
+
+    def _duplicate(self, q: QueueState, rec: Activity) -> bool:
+        recent = q["recent"]
+        if rec.event_id in recent:
+            return True
+        recent[rec.event_id] = rec.ts
+        if len(recent) > self.settings.dedup_max:
+            horizon = rec.ts - self.settings.dedup_window_ms
+            for k in [k for k, t in recent.items() if t < horizon]:
+                del recent[k]
+            while len(recent) > self.settings.dedup_max:
+                del recent[next(iter(recent))]
+        return False
+
+    # ------------------------------------------------------------ activity
+
+    def on_activity(self, rec: Activity) -> list[Emit]:
+        q = self._queue(rec.queue, rec.ts)
+        if self._duplicate(q, rec):
+            return []
+        if rec.ts > q["last_ts"]:
+            q["last_ts"] = rec.ts
+        if q["reset_ts"] is None:
+            q["reset_ts"] = rec.ts
+        clock = rec.clock if rec.clock is not None else rec.ts
+        out: list[Emit] = []
+        # A stall that event time has already passed (the timer would have fired) is raised
+        # first, so the output does not depend on where micro-batches happen to split.
+        out.extend(self._catch_up_stall(rec.queue, q, rec.ts))
+        enabled = self.perfmev == "ENABLED"
+        a = q["attrs"]
+        if rec.op == "START":
+            if rec.depth_after is not None:
+                q["depth"] = max(0, rec.depth_after)
+            q["timer"] = rec.ts if q["depth"] > 0 else None
+            q["timer_clock"] = clock if q["depth"] > 0 else None
+            self._reset_stats(q, rec.ts)
+            out.extend(self._resolve_stall(rec.queue, q, rec, "the queue manager restarted"))
+            return out
+        if rec.reason is not None:
+            # A failed operation changes no depth and drives no service timer.
+            if rec.op == "PUT" and rec.reason == MQRC_Q_FULL and enabled and a["QDPMAXEV"]:
+                out.append(self._event(q, rec.queue, "Q_FULL", rec.ts, rec.event_id))
+                a["QDPMAXEV"] = False
+                a["QDPLOEV"] = True
+            return out
+        if rec.op == "PUT":
+            before = q["depth"] if rec.depth_after is None else max(0, rec.depth_after - 1)
+            after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
+            q["depth"] = after
+            q["enq"] += 1
+            q["high_depth"] = max(q["high_depth"], after)
+            if q["timer"] is not None and enabled and a["QSVCIEV"] == "HIGH":
+                elapsed = rec.ts - q["timer"]
+                if elapsed > a["QSVCINT"]:
+                    out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
+                    a["QSVCIEV"] = "OK"
+            if before == 0:
+                q["timer"] = rec.ts
+                q["timer_clock"] = clock
+            if enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"]:
+                out.append(self._event(q, rec.queue, "QDEPTH_HIGH", rec.ts, rec.event_id))
+                a["QDPHIEV"] = False
+                a["QDPLOEV"] = True
+                a["QDPMAXEV"] = True
+            return out
+        # GET
+        before = q["depth"] if rec.depth_after is None else rec.depth_after + 1
+        after = max(0, before - 1) if rec.depth_after is None else max(0, rec.depth_after)
+        q["deq"] += 1
+        q["depth"] = after
+        if before > 0 and q["timer"] is not None and enabled:
+            elapsed = rec.ts - q["timer"]
+            if elapsed > a["QSVCINT"] and a["QSVCIEV"] == "HIGH":
+                out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
+                a["QSVCIEV"] = "OK"
+            elif elapsed <= a["QSVCINT"] and a["QSVCIEV"] == "OK":
+                out.append(self._event(q, rec.queue, "QSVCINT_OK", rec.ts, rec.event_id, elapsed))
+                a["QSVCIEV"] = "HIGH"
+        if after > 0:
+            q["timer"] = rec.ts
+            q["timer_clock"] = clock
+        else:
+            q["timer"] = None
+            q["timer_clock"] = None
+        if enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"]:
+            out.append(self._event(q, rec.queue, "QDEPTH_LOW", rec.ts, rec.event_id))
+            a["QDPLOEV"] = False
+            a["QDPHIEV"] = True
+            a["QDPMAXEV"] = True
+        out.extend(self._resolve_stall(rec.queue, q, rec, "a get serviced the queue"))
+        return out
+
+    # ------------------------------------------------------------ stall alert (SPEC §9)
+
+    def _stall_watched(self, q: QueueState) -> bool:
+        return (q["timer"] is not None and q["depth"] > 0 and self.perfmev == "ENABLED"
+                and q["attrs"]["QSVCIEV"] != "NONE" and q["stall"] is None)
+
+    def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
+        if self._stall_watched(q) and now_ts - q["timer"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
+            return [self._fire_stall(queue, q)]
+        return []
+
+    def _fire_stall(self, queue: str, q: QueueState) -> Emit:
+        start = q["timer"]
+        assert start is not None
+        interval = q["attrs"]["QSVCINT"]
+        deadline = start + interval
+        alert_id = event_id("stall", self.qmgr, queue, start)
+        q["stall"] = alert_id
+        record = _alert(
+            event_id("stall-firing", alert_id), "QUEUE_STALLED", "FIRING", alert_id, "WARNING",
+            structure=queue, queue=queue, qmgr=self.qmgr, ts=deadline,
+            summary=(f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
+                     f"served for more than its service interval of {interval} ms (no get since "
+                     f"{_iso(start)}). MQ raises no event until the next put or get."),
+            action=(f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
+                    "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."),
+        )
+        return Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)
+
+    def _resolve_stall(self, queue: str, q: QueueState, rec: Activity, why: str) -> list[Emit]:
+        alert_id = q["stall"]
+        if alert_id is None:
+            return []
+        q["stall"] = None
+        record = _alert(
+            event_id("stall-resolved", alert_id), "QUEUE_STALLED", "RESOLVED", alert_id, "INFO",
+            structure=queue, queue=queue, qmgr=self.qmgr, ts=rec.ts,
+            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} at {_iso(rec.ts)}.",
+            action="None.",
+        )
+        return [Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)]
+
+    def next_stall_clock(self) -> int | None:
+        """The arrival-clock time at which the earliest watched queue stalls (for a Spark timer)."""
+        best: int | None = None
+        for q in self.queues.values():
+            if self._stall_watched(q) and q["timer_clock"] is not None:
+                due = q["timer_clock"] + q["attrs"]["QSVCINT"] + 1
+                if best is None or due < best:
+                    best = due
+        return best
+
+    def on_clock(self, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT)."""
+        out = []
+        for name in sorted(self.queues):
+            q = self.queues[name]
+            if self._stall_watched(q) and q["timer_clock"] is not None:
+                if clock - q["timer_clock"] > q["attrs"]["QSVCINT"]:
+                    out.append(self._fire_stall(name, q))
+        return out
+
+    # ------------------------------------------------------------ commands
+
+    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """Apply a parsed command; the reply is emitted only when ``reply`` (one shard answers)."""
+        ok, message = True, ""
+        if cmd.obj == "QMGR" and cmd.verb == "ALTER":
+            if "PERFMEV" in cmd.attrs:
+                self.state["perfmev"] = cmd.attrs["PERFMEV"]
+            message = f"AMQ8005I: IBM MQ queue manager {self.qmgr} changed."
+        elif cmd.obj == "QMGR" and cmd.verb == "PING":
+            message = f"AMQ8018I: Start IBM MQ queue manager {self.qmgr} acknowledged (PING QMGR)."
+        elif cmd.obj == "QLOCAL":
+            name = cmd.name
+            assert name is not None
+            known = name in self.queues
+            q = self._queue(name, ts)
+            if cmd.verb == "DEFINE":
+                if q["defined"] and not cmd.attrs.get("REPLACE"):
+                    ok = False
+                    message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
+                else:
+                    attrs = self.settings.attrs_for(name)
+                    attrs.update({k: v for k, v in cmd.attrs.items() if k != "REPLACE"})
+                    q["attrs"] = attrs
+                    q["defined"] = True
+                    message = f"AMQ8006I: IBM MQ queue {name} created."
+            else:
+                q["attrs"].update(cmd.attrs)
+                message = f"AMQ8008I: IBM MQ queue {name} changed."
+                if not known:
+                    message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
+        elif cmd.obj == "QSTATS":
+            name = cmd.name
+            assert name is not None
+            q = self._queue(name, ts)
+            reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+            message = (f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
+                       f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})")
+            self._reset_stats(q, ts)
+        else:
+            ok, message = False, f"{cmd.verb} {cmd.obj} is not handled by the queue monitor."
+        if ignored := cmd.ignored:
+            message += f" Not modelled by qmon, accepted and ignored: {', '.join(ignored)}."
+        if not reply:
+            return []
+        return [command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
+
+    # ------------------------------------------------------------ TTL
+
+    def expire(self, now_ts: int, ttl_ms: int) -> list[str]:
+        """Forget queues with no activity for ``ttl_ms`` of event time; returns their names."""
+        gone = [n for n, q in self.queues.items() if now_ts - q["last_ts"] > ttl_ms and not q["defined"]]
+        for n in gone:
+            del self.queues[n]
+        return gone
+
+
+def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:
+    record = {"event_id": event_id("reply", command_id), "command_id": command_id, "qmgr": qmgr,
+              "ts": ts, "ok": ok, "message": message}
+    return Emit(topics.REPLIES, command_id, record)
+
+
+def _alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, structure: str,
+           ts: int, summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
+           message: str | None = None, **numbers: Any) -> dict[str, Any]:
+    return {"event_id": eid, "type": type_, "state": state, "alert_id": alert_id, "severity": severity,
+            "structure": structure, "queue": queue, "qmgr": qmgr, "ts": ts,
+            "usage_before_pct": numbers.get("usage_before_pct"), "usage_after_pct": numbers.get("usage_after_pct"),
+            "size_kb_before": numbers.get("size_kb_before"), "size_kb_after": numbers.get("size_kb_after"),
+            "message": message, "summary": summary, "action": action}
+
+
+def _iso(ms: int) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def run_records(monitor: QueueMonitor, items: Iterable[Activity]) -> list[Emit]:
+    out: list[Emit] = []
+    for item in items:
+        out.extend(monitor.on_activity(item))
+    return out

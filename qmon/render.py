@@ -1,0 +1,66 @@
+"""One human-readable line per output record (``qmon tail``, ``qmon demo``). Pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from qmon import topics
+
+_COLOURS = {"CRITICAL": "\033[31;1m", "WARNING": "\033[33m", "INFO": "\033[36m", "OK": "\033[32m",
+            "ERROR": "\033[31m"}
+_RESET = "\033[0m"
+
+
+def _time(ms: Any) -> str:
+    if isinstance(ms, dt.datetime):
+        return ms.strftime("%H:%M:%S.%f")[:-3]
+    if isinstance(ms, int):
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return "--:--:--"
+
+
+def severity(topic: str, r: dict[str, Any]) -> str:
+    if topic == topics.PERFORMANCE:
+        return "OK" if r.get("type") in ("QSVCINT_OK", "QDEPTH_LOW") else "WARNING"
+    if topic == topics.STRUCTURE:
+        return "OK" if r.get("state") == "RESOLVED" else str(r.get("severity", "INFO"))
+    if topic == topics.REPLIES:
+        return "OK" if r.get("ok") else "ERROR"
+    if topic == topics.DLQ:
+        return "ERROR"
+    return "INFO"
+
+
+def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
+    sev = severity(topic, r)
+    if topic == topics.PERFORMANCE:
+        text = (f"{r['type']:<13} {r['qmgr']}/{r['queue']} reason {r['reason_code']} {r['reason']} "
+                f"enq={r['msg_enq_count']} deq={r['msg_deq_count']} high={r['high_q_depth']} "
+                f"since_reset={r['time_since_reset']}s")
+        if r.get("service_time_ms") is not None:
+            text += f" service={r['service_time_ms']}ms/{r['service_interval_ms']}ms"
+    elif topic == topics.STRUCTURE:
+        text = f"{r['type']} {r['state']} {r['structure']}"
+        if r.get("usage_after_pct") is not None:
+            text += f" usage {r.get('usage_before_pct') or 0:.1f}%->{r['usage_after_pct']:.1f}%"
+        if r.get("message"):
+            text += f" {r['message']}"
+        text += f" | {r['summary']}"
+    elif topic == topics.OVERFLOW:
+        offered = ", ".join(f"{c['queue']}({c['elements']}):{c['decision']}" for c in r.get("candidates", []))
+        text = (f"OVERFLOW_CANDIDATES {r['structure']} usage {r['usage_pct']:.1f}% target {r['target_pct']:.1f}% "
+                f"-> {r['usage_after_pct']:.1f}% [{offered}]")
+    elif topic == topics.NOTIFY:
+        text = f"WORK_AVAILABLE {r['qmgr']}/{r['queue']} client={r['client']} depth={r['depth']}"
+    elif topic == topics.REPLIES:
+        text = f"REPLY {'ok' if r.get('ok') else 'FAILED'} {r.get('message')}"
+    elif topic == topics.DLQ:
+        text = (f"DEAD_LETTER {r.get('reason_name')} ({r.get('reason')}) from {r.get('dest_topic')} "
+                f"partition {r.get('partition')} offset {r.get('offset')}: {r.get('error')}")
+    else:
+        text = str(r)
+    out = f"{_time(r.get('ts') or r.get('put_time'))} {sev:<8} {text}"
+    if colour and sev in _COLOURS:
+        out = f"{_COLOURS[sev]}{out}{_RESET}"
+    return out

@@ -1,0 +1,40 @@
+"""Topic names: one name for one thing, everywhere."""
+
+ACTIVITY = "qmon.activity"
+CONTROL = "qmon.control"
+PERFORMANCE = "qmon.events.performance"
+STRUCTURE = "qmon.events.structure"
+OVERFLOW = "qmon.events.overflow"
+NOTIFY = "qmon.events.notify"
+REPLIES = "qmon.control.replies"
+DLQ = "qmon.dlq"
+
+INPUTS = (ACTIVITY, CONTROL)
+OUTPUTS = (PERFORMANCE, STRUCTURE, OVERFLOW, NOTIFY, REPLIES, DLQ)
+
+#: The Avro record (schema file in avro/) carried by each topic.
+RECORD_OF = {
+    ACTIVITY: "QueueActivity",
+    CONTROL: "ControlCommand",
+    PERFORMANCE: "PerformanceEvent",
+    STRUCTURE: "StructureAlert",
+    OVERFLOW: "OverflowCandidates",
+    NOTIFY: "WorkAvailable",
+    REPLIES: "CommandReply",
+    DLQ: "DeadLetter",
+}
+
+
+def physical(name: str, prefix: str = "qmon") -> str:
+    """The topic a logical name maps to under ``prefix`` (``qmon.dlq`` -> ``<prefix>.dlq``).
+
+    The rules and records always speak of the logical names; a prefix lets several qmon
+    installations (or tests) share one Kafka cluster.
+    """
+    if prefix == "qmon":
+        return name
+    return prefix + name[len("qmon"):]
+
+
+def physical_map(prefix: str = "qmon") -> dict[str, str]:
+    return {name: physical(name, prefix) for name in (*INPUTS, *OUTPUTS)}

@@ -1,0 +1,1 @@
+"""The Spark Structured Streaming side of qmon: thin adapters around the pure rules in ``qmon``."""

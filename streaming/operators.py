@@ -1,0 +1,143 @@
+"""Stateful processors: load state, call the pure rules, reconcile timers, save state.
+
+``QueueProcessor`` is keyed by (qmgr, bucket): one shard of a queue manager's
+queues (see ``qmon.queues``).  Its whole state is one value, the shard's
+pickled plain-dict state, so a batch costs two state-store calls per shard
+whatever the number of queues in it; the fixed per-key cost of Python
+``transformWithState`` is paid per shard, not per queue.
+
+Timers: one event-time timer per shard, at the arrival-clock time the
+earliest watched queue would stall.  The watermark runs on the broker's
+append time (``clock``), which only moves forward, so no input record is ever
+behind it and dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+from connectors import avro
+from qmon import topics
+from qmon.mqsc import MqscError, parse_command, split_script
+from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_reply
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_COLUMNS = ["topic", "key", "value", "order_ts", "order_seq", "order_idx"]
+
+
+def _ms(series: pd.Series) -> np.ndarray:
+    values = series.values
+    if not np.issubdtype(values.dtype, np.datetime64):
+        values = pd.to_datetime(series, utc=True).dt.tz_localize(None).values
+    return values.astype("datetime64[ms]").astype("int64")
+
+
+def _opt_int(values: list[Any]) -> list[int | None]:
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values]
+
+
+def _opt_str(values: list[Any]) -> list[str | None]:
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
+
+
+def encode_emits(emits: list[tuple[int, int, Emit]]) -> pd.DataFrame:
+    """(order_seq, order_ts, Emit) -> the operator's output rows, Avro-encoded."""
+    rows = []
+    for idx, (seq, ts, e) in enumerate(emits):
+        value = avro.encode(topics.RECORD_OF[e.topic], e.record)
+        rows.append((e.topic, e.key, value, int(e.record.get("ts") or ts), seq, idx))
+    return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+
+def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts."""
+    frames = list(rows)
+    pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return pdf.sort_values(["ts", "rank", "src_partition", "src_offset"], kind="stable")
+
+
+class QueueProcessor(StatefulProcessor):
+    def __init__(self, settings: MonitorSettings, ttl_ms: int):
+        self.settings = settings
+        self.ttl_ms = ttl_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.shard = handle.getValueState("shard", StructType([StructField("blob", BinaryType())]))
+        self.timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
+
+    # -------------------------------------------------------------- state
+
+    def _load(self, qmgr: str) -> QueueMonitor:
+        state = pickle.loads(self.shard.get()[0]) if self.shard.exists() else None
+        return QueueMonitor(qmgr, self.settings, state)
+
+    def _save(self, mon: QueueMonitor, now_ts: int | None) -> None:
+        if now_ts is not None and self.ttl_ms > 0:
+            mon.expire(now_ts, self.ttl_ms)
+        self.shard.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
+        wanted = mon.next_stall_clock()
+        current = self.timer.get()[0] if self.timer.exists() else None
+        if wanted != current:
+            if current is not None:
+                self.handle.deleteTimer(current)
+            if wanted is not None:
+                self.handle.registerTimer(wanted)
+                self.timer.update((wanted,))
+            else:
+                self.timer.clear()
+
+    # -------------------------------------------------------------- input
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        qmgr = key[0]
+        mon = self._load(qmgr)
+        pdf = sorted_input(rows)
+        emits: list[tuple[int, int, Emit]] = []
+        cols = (pdf["kind"].tolist(), pdf["event_id"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
+                pdf["ts"].astype("int64").tolist(), _opt_int(pdf["depth_after"].tolist()),
+                _opt_int(pdf["msg_bytes"].tolist()), _opt_str(pdf["structure"].tolist()),
+                _opt_int(pdf["reason"].tolist()), pdf["text"].tolist(), pdf["reply"].tolist(),
+                pdf["src_offset"].astype("int64").tolist(), _ms(pdf["clock"]).tolist())
+        newest = None
+        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(*cols):
+            if kind == "A":
+                out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
+            else:
+                out = self._command(mon, text, ts, eid, bool(reply))
+            emits.extend((seq, ts, e) for e in out)
+            newest = ts if newest is None or ts > newest else newest
+        self._save(mon, newest)
+        if emits:
+            yield encode_emits(emits)
+
+    @staticmethod
+    def _command(mon: QueueMonitor, text: str, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        try:
+            cmd = parse_command(split_script(text)[0])
+        except (MqscError, IndexError) as exc:  # validated upstream; kept safe all the same
+            return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
+        return mon.on_command(cmd, ts, command_id, reply)
+
+    # -------------------------------------------------------------- timers
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+        mon = self._load(key[0])
+        self.timer.clear()
+        watermark = timerValues.getCurrentWatermarkInMs()
+        out = mon.on_clock(watermark)
+        self._save(mon, None)
+        if out:
+            yield encode_emits([(-1, e.record["ts"], e) for e in out])
+
+    def close(self) -> None:
+        pass

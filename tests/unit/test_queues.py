@@ -1,0 +1,325 @@
+"""The per-queue rules of SPEC §3, §4 and §9, rule by rule (pure module, milliseconds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from qmon import topics
+from qmon.mqsc import parse_command
+from qmon.queues import Activity, MonitorSettings, QueueMonitor
+
+QM = "QM1"
+Q = "MYQUEUE"
+
+
+def monitor(perfmev: str = "ENABLED", **attrs) -> QueueMonitor:
+    mon = QueueMonitor(QM, MonitorSettings(perfmev=perfmev))
+    if attrs:
+        text = "ALTER QLOCAL(MYQUEUE) " + " ".join(f"{k.upper()}({v})" for k, v in attrs.items())
+        mon.on_command(parse_command(text), 0, "setup", reply=False)
+    return mon
+
+
+class Feed:
+    """Feeds operations to a monitor and keeps the events."""
+
+    def __init__(self, mon: QueueMonitor):
+        self.mon = mon
+        self.n = 0
+
+    def __call__(self, op: str, ts: int, queue: str = Q, **kw):
+        self.n += 1
+        emits = self.mon.on_activity(Activity(kw.pop("event_id", f"e{self.n}"), QM, queue, op, ts, **kw))
+        return [e.record for e in emits]
+
+    def types(self, op: str, ts: int, queue: str = Q, **kw):
+        """The performance events only (a stall alert may come with them)."""
+        return [r["type"] for r in perf(self(op, ts, queue, **kw))]
+
+
+def perf(records):
+    return [r for r in records if r["type"] in ("QSVCINT_HIGH", "QSVCINT_OK", "QDEPTH_HIGH", "QDEPTH_LOW", "Q_FULL")]
+
+
+# ---------------------------------------------------------------- service interval (seed 001)
+
+
+def test_get_within_interval_gives_ok_only_when_ok_enabled():
+    f = Feed(monitor(qsvciev="OK", qsvcint=10_000))
+    f("PUT", 1_000)
+    [ev] = f("GET", 5_000)
+    assert ev["type"] == "QSVCINT_OK" and ev["reason_code"] == 2227
+    assert ev["service_time_ms"] == 4_000 and ev["service_interval_ms"] == 10_000
+
+
+def test_elapsed_equal_to_interval_is_ok_never_high():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    f("PUT", 5_000)
+    assert f.types("GET", 10_000) == []  # equal: not High; OK is not enabled
+    f2 = Feed(monitor(qsvciev="OK", qsvcint=10_000))
+    f2("PUT", 0)
+    assert f2.types("GET", 10_000) == ["QSVCINT_OK"]
+
+
+def test_high_on_put_when_timer_running_past_interval():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    [ev] = perf(f("PUT", 10_001))
+    assert ev["type"] == "QSVCINT_HIGH" and ev["reason_code"] == 2226 and ev["service_time_ms"] == 10_001
+
+
+def test_high_then_ok_flip_flop():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    assert f.types("PUT", 11_000) == ["QSVCINT_HIGH"]  # High disables High, enables OK
+    assert perf(f("PUT", 30_000)) == []  # High no longer enabled
+    assert f.types("GET", 31_000) == []  # 31 s since timer start at 0: not OK, High disabled
+    assert [r["type"] for r in perf(f("GET", 32_000))] == ["QSVCINT_OK"]  # timer reset at 31 s by the get
+    assert perf(f("GET", 33_000)) == []  # OK disabled again; High enabled; queue now empty
+
+
+def test_ok_is_only_generated_by_a_get():
+    f = Feed(monitor(qsvciev="OK", qsvcint=10_000))
+    f("PUT", 0)
+    assert perf(f("PUT", 1_000)) == []
+    assert perf(f("PUT", 2_000)) == []
+
+
+def test_put_to_non_empty_queue_does_not_reset_timer():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    f("PUT", 9_000)  # not empty before: timer stays at 0
+    [ev] = perf(f("GET", 10_500))
+    assert ev["type"] == "QSVCINT_HIGH" and ev["service_time_ms"] == 10_500
+
+
+def test_get_that_empties_queue_turns_timer_off():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    f("GET", 1_000)
+    assert f.mon.queues[Q]["timer"] is None
+    assert perf(f("PUT", 50_000)) == []  # timer was OFF: no High on this put
+    assert f.mon.queues[Q]["timer"] == 50_000  # put to an empty queue restarts it
+
+
+def test_get_leaving_queue_non_empty_resets_timer():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
+    f("PUT", 0)
+    f("PUT", 1)
+    f("GET", 8_000)
+    assert f.mon.queues[Q]["timer"] == 8_000
+    assert perf(f("GET", 17_000)) == []  # 9 s since the reset by the previous get
+
+
+def test_perfmev_disabled_suppresses_events_but_keeps_timer():
+    mon = monitor(perfmev="DISABLED", qsvciev="HIGH", qsvcint=10_000)
+    f = Feed(mon)
+    f("PUT", 0)
+    assert perf(f("PUT", 20_000)) == []
+    assert mon.queues[Q]["timer"] == 0
+    mon.on_command(parse_command("ALTER QMGR PERFMEV(ENABLED)"), 21_000, "c", reply=False)
+    assert f.types("GET", 22_000) == ["QSVCINT_HIGH"]  # enabling takes effect on the next get
+
+
+def test_statistics_include_generating_operation_then_reset():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=1_000))
+    f("START", 0, depth_after=0)
+    f("PUT", 1_000)
+    f("PUT", 1_500)
+    [high] = perf(f("PUT", 2_500))  # 1.5 s since the put to the empty queue
+    assert (high["msg_enq_count"], high["msg_deq_count"], high["high_q_depth"]) == (3, 0, 3)
+    assert high["time_since_reset"] == 2  # whole seconds since the START at 0
+    # The event reset the statistics: reset time 2.5 s, high depth = current depth 3, counts 0.
+    assert perf(f("GET", 3_000)) == []  # 2 s since the timer start at 1 s: not OK
+    [ok] = perf(f("GET", 3_400))  # 0.4 s since the previous get reset the timer
+    assert ok["type"] == "QSVCINT_OK"
+    assert (ok["msg_enq_count"], ok["msg_deq_count"], ok["high_q_depth"], ok["time_since_reset"]) == (0, 2, 3, 0)
+
+
+def test_time_since_reset_is_whole_seconds():
+    f = Feed(monitor(qsvciev="OK", qsvcint=100_000))
+    f("START", 0, depth_after=0)
+    f("PUT", 1_000)
+    [ok] = perf(f("GET", 3_999))
+    assert ok["time_since_reset"] == 3
+
+
+def test_start_resets_statistics_and_sets_timer_by_depth():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    f = Feed(mon)
+    f("PUT", 0)
+    f("START", 100_000, depth_after=5)
+    q = mon.queues[Q]
+    assert (q["timer"], q["depth"], q["enq"], q["reset_ts"], q["high_depth"]) == (100_000, 5, 0, 100_000, 5)
+    f("START", 200_000, depth_after=0)
+    assert mon.queues[Q]["timer"] is None
+
+
+def test_alter_qsvciev_sets_state_directly():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    mon.on_command(parse_command("ALTER QLOCAL(MYQUEUE) QSVCIEV(NONE)"), 0, "c", reply=False)
+    f = Feed(mon)
+    f("PUT", 0)
+    assert perf(f("PUT", 20_000)) == []
+
+
+def test_depth_after_is_trusted_and_null_depth_is_counted():
+    f = Feed(monitor())
+    f("PUT", 0)
+    f("PUT", 1)
+    assert f.mon.queues[Q]["depth"] == 2
+    f("PUT", 2, depth_after=10)
+    assert f.mon.queues[Q]["depth"] == 10
+    f("GET", 3)
+    assert f.mon.queues[Q]["depth"] == 9
+
+
+def test_get_on_empty_queue_never_goes_negative_and_raises_nothing():
+    f = Feed(monitor(qsvciev="OK", qsvcint=10))
+    assert perf(f("GET", 0)) == []
+    assert f.mon.queues[Q]["depth"] == 0
+
+
+def test_failed_operation_changes_no_depth():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10))
+    f("PUT", 0)
+    assert perf(f("PUT", 100, reason=2053)) == []  # QDPMAXEV disabled; no High from a failed put
+    assert f.mon.queues[Q]["depth"] == 1
+
+
+def test_duplicate_event_id_is_ignored():
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=10))
+    f("PUT", 0, event_id="a")
+    f("PUT", 100, event_id="a")
+    assert f.mon.queues[Q]["depth"] == 1
+    assert f.mon.queues[Q]["enq"] == 1
+
+
+def test_event_ids_are_deterministic():
+    def run():
+        f = Feed(monitor(qsvciev="HIGH", qsvcint=10))
+        f("PUT", 0)
+        return perf(f("PUT", 100))
+
+    assert run() == run()
+    assert len(run()[0]["event_id"]) == 32
+
+
+# ---------------------------------------------------------------- depth events (SPEC §4)
+
+
+def test_depth_high_low_full_interplay():
+    mon = monitor(maxdepth=10, qdepthhi=80, qdepthlo=20, qdphiev="ENABLED", qdploev="DISABLED", qdpmaxev="DISABLED")
+    f = Feed(mon)
+    for t in range(7):
+        assert perf(f("PUT", t)) == []
+    [hi] = perf(f("PUT", 7))  # depth 8 >= 80 % of 10
+    assert hi["type"] == "QDEPTH_HIGH" and hi["reason_code"] == 2224
+    assert mon.queues[Q]["attrs"]["QDPHIEV"] is False and mon.queues[Q]["attrs"]["QDPLOEV"] is True
+    assert perf(f("PUT", 8)) == []  # High disabled
+    [full] = perf(f("PUT", 9, reason=2053))
+    assert full["type"] == "Q_FULL" and full["reason_code"] == 2053
+    assert perf(f("PUT", 10, reason=2053)) == []  # Full disabled until Low/High re-enable it
+    for t in range(11, 17):
+        assert perf(f("GET", t)) == []  # depth 9 -> 3
+    [lo] = perf(f("GET", 17))  # depth 2 <= 20 % of 10
+    assert lo["type"] == "QDEPTH_LOW" and lo["reason_code"] == 2225
+    a = mon.queues[Q]["attrs"]
+    assert (a["QDPLOEV"], a["QDPHIEV"], a["QDPMAXEV"]) == (False, True, True)
+
+
+def test_depth_events_need_perfmev():
+    f = Feed(monitor(perfmev="DISABLED", maxdepth=1, qdphiev="ENABLED"))
+    assert perf(f("PUT", 0)) == []
+
+
+# ---------------------------------------------------------------- stall alert (SPEC §9)
+
+
+def test_stall_fires_once_on_clock_and_resolves_on_get():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    f = Feed(mon)
+    f("PUT", 0, clock=0)
+    assert mon.next_stall_clock() == 10_001
+    assert mon.on_clock(10_000) == []
+    [fire] = [e.record for e in mon.on_clock(10_001)]
+    assert (fire["type"], fire["state"], fire["ts"]) == ("QUEUE_STALLED", "FIRING", 10_000)
+    assert mon.on_clock(50_000) == []  # one FIRING per episode
+    assert mon.next_stall_clock() is None
+    out = f("GET", 60_000)
+    resolved = [r for r in out if r["type"] == "QUEUE_STALLED"]
+    assert [r["state"] for r in resolved] == ["RESOLVED"]
+    assert resolved[0]["alert_id"] == fire["alert_id"]
+    assert fire["summary"] and fire["action"]
+
+
+def test_stall_catch_up_matches_timer_whatever_the_batching():
+    a = monitor(qsvciev="HIGH", qsvcint=10_000)
+    fa = Feed(a)
+    fa("PUT", 0)
+    fired_by_timer = [e.record for e in a.on_clock(10_001)]
+    fa("GET", 20_000)
+    b = monitor(qsvciev="HIGH", qsvcint=10_000)
+    fb = Feed(b)
+    fb("PUT", 0)
+    caught_up = [r for r in fb("GET", 20_000) if r["type"] == "QUEUE_STALLED" and r["state"] == "FIRING"]
+    assert caught_up == fired_by_timer
+
+
+def test_no_stall_without_service_interval_events_or_when_empty():
+    mon = monitor(qsvciev="NONE", qsvcint=10)
+    Feed(mon)("PUT", 0)
+    assert mon.on_clock(1_000_000) == []
+    mon2 = monitor(qsvciev="HIGH", qsvcint=10)
+    f2 = Feed(mon2)
+    f2("PUT", 0)
+    f2("GET", 5)
+    assert mon2.on_clock(1_000_000) == []
+
+
+# ---------------------------------------------------------------- commands
+
+
+def test_define_twice_needs_replace_and_reset_qstats_replies_with_statistics():
+    mon = monitor()
+    [r1] = mon.on_command(parse_command("DEFINE QLOCAL(A.Q)"), 0, "c1", reply=True)
+    [r2] = mon.on_command(parse_command("DEFINE QLOCAL(A.Q)"), 1, "c2", reply=True)
+    [r3] = mon.on_command(parse_command("DEFINE QLOCAL(A.Q) REPLACE QSVCINT(5)"), 2, "c3", reply=True)
+    assert r1.record["ok"] and not r2.record["ok"] and r3.record["ok"]
+    assert "AMQ8150E" in r2.record["message"]
+    f = Feed(mon)
+    f("PUT", 1_000, queue="A.Q")
+    f("PUT", 2_000, queue="A.Q")
+    [reply] = mon.on_command(parse_command("RESET QSTATS(A.Q)"), 5_000, "c4", reply=True)
+    assert reply.topic == topics.REPLIES
+    assert "MSGSIN(2)" in reply.record["message"] and "HIQDEPTH(2)" in reply.record["message"]
+    assert mon.queues["A.Q"]["enq"] == 0
+
+
+def test_pattern_defaults_apply_to_queues_first_seen_later():
+    from qmon.queues import QueueDefaults
+
+    settings = MonitorSettings(perfmev="ENABLED", queue_defaults=(
+        QueueDefaults("PAYROLL.*", {"QSVCIEV": "HIGH", "QSVCINT": 100}),))
+    mon = QueueMonitor(QM, settings)
+    f = Feed(mon)
+    f("PUT", 0, queue="PAYROLL.IN")
+    assert [r["type"] for r in perf(f("PUT", 500, queue="PAYROLL.IN"))] == ["QSVCINT_HIGH"]
+    f("PUT", 0, queue="OTHER")
+    assert perf(f("PUT", 500, queue="OTHER")) == []
+
+
+def test_expire_drops_idle_queues_only():
+    mon = monitor()
+    f = Feed(mon)
+    f("PUT", 0, queue="OLD")
+    f("PUT", 100_000, queue="NEW")
+    assert mon.expire(100_000, 50_000) == ["OLD"]
+    assert set(mon.queues) == {"NEW"}
+
+
+@pytest.mark.parametrize("bad_state", [{"v": 99, "queues": {}}])
+def test_unknown_state_version_is_refused(bad_state):
+    with pytest.raises(ValueError, match="version"):
+        QueueMonitor(QM, MonitorSettings(), bad_state)

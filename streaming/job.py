@@ -66,6 +66,8 @@ def run(config: Config, bootstrap: str, checkpoint: str, *, available_now: bool 
             query.stop()
             return 0
         except Exception as exc:  # noqa: BLE001 - the query failed; restart it with backoff
+            if available_now:  # a one-shot run (replay, tests, benchmarks) reports the failure
+                raise
             failures += 1
             if failures > max_restarts:
                 logger.error("the qmon query failed %d times in a row; giving up: %s", failures, exc)
@@ -75,6 +77,4 @@ def run(config: Config, bootstrap: str, checkpoint: str, *, available_now: bool 
                            str(exc).splitlines()[0][:300], backoff)
             time.sleep(backoff)
             continue
-        if available_now:
-            return 0
         return 0

@@ -88,8 +88,22 @@ def _decode(df: DataFrame, record: str) -> DataFrame:
     schema = schema_text(record)
     df = df.withColumn("_body", _body(F.col("value")))
     df = df.withColumn("r", from_avro(F.col("_body"), schema, {"mode": "PERMISSIVE"}))
+    # PERMISSIVE yields a struct of nulls (not a null struct) for bytes that do not decode:
+    # a real record never has a null in a field its schema declares non-null.
+    decoded = F.col("r").isNotNull()
+    for field in _required_fields(record):
+        decoded = decoded & F.col(f"r.{field}").isNotNull()
     whole = F.length(to_avro(F.col("r"), schema)) == F.length(F.col("_body"))
-    return df.withColumn("r", F.when(F.col("r").isNotNull() & whole, F.col("r"))).drop("_body")
+    return df.withColumn("r", F.when(decoded, F.when(whole, F.col("r")))).drop("_body")
+
+
+def _required_fields(record: str) -> list[str]:
+    import json
+
+    def nullable(t: Any) -> bool:
+        return t == "null" or (isinstance(t, list) and "null" in t)
+
+    return [f["name"] for f in json.loads(schema_text(record))["fields"] if not nullable(f["type"])]
 
 
 def decode_activity(raw: DataFrame, names: dict[str, str]) -> DataFrame:

@@ -1,0 +1,187 @@
+"""The real path: records produced to a real Kafka broker, the qmon job (Spark), records consumed back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors import avro
+from connectors.clients import consume, produce_rows, send_commands
+from connectors.kafka import ensure_topics
+from qmon import topics
+from qmon.config import Config
+from streaming.job import run, start_query
+from tests.conftest import ROOT, assert_eventually
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+T0 = 1_700_000_000_000
+
+
+def config_for(prefix: str, **job: Any) -> Config:
+    return Config.model_validate({"kafka": {"topic_prefix": prefix, "partitions": 2},
+                                  "job": {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "500 ms",
+                                          "watermark_delay": "0 seconds", **job}})
+
+
+def activity(i: int, op: str, ts: int, queue: str = "PAYROLL.IN", qmgr: str = "QM1", **kw: Any) -> dict[str, Any]:
+    rec = {"event_id": f"{qmgr}-{queue}-{i}", "qmgr": qmgr, "queue": queue, "op": op, "ts": T0 + ts,
+           "depth_after": None, "msg_bytes": 100, "structure": None, "reason": None}
+    rec.update(kw)
+    return rec
+
+
+def ms(ts: Any) -> int:
+    """Milliseconds since the epoch of a decoded Avro timestamp-millis."""
+    return ts if isinstance(ts, int) else round(ts.timestamp() * 1000)
+
+
+def produce_activity(bootstrap: str, prefix: str, records: list[dict[str, Any] | bytes]) -> list[bytes]:
+    values = [r if isinstance(r, bytes) else avro.encode("QueueActivity", r) for r in records]
+    produce_rows(bootstrap, [(topics.physical(topics.ACTIVITY, prefix), b"QM1/PAYROLL.IN", v) for v in values])
+    return values
+
+
+def outputs(bootstrap: str, prefix: str, idle: float = 4.0) -> list[tuple[str, dict[str, Any]]]:
+    return [(t, r) for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, idle=idle, timeout=90)]
+
+
+def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_path):
+    """Valid and malformed activity, valid and invalid commands: every malformed record is on the DLQ
+    with its reason and its original bytes, every command has a reply, processed + dead-lettered = produced."""
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    send_commands(kafka_bootstrap, "QM1", ["ALTER QMGR PERFMEV(ENABLED)"], ts=T0, prefix=prefix)
+    send_commands(kafka_bootstrap, "QM1", ["ALTER QLOCAL(PAYROLL.IN) QSVCINT(1000) QSVCIEV(HIGH)",
+                                           "ALTER QLOCAL(PAYROLL.IN) QSVCIEV(SOMETIMES)",
+                                           "DROP EVERYTHING"], ts=T0, prefix=prefix)
+    good = [activity(1, "PUT", 1_000), activity(2, "PUT", 5_000), activity(3, "GET", 6_000)]
+    valid_framed = avro.encode("QueueActivity", activity(4, "GET", 7_000), schema_id=7)  # Confluent wire format
+    truncated = avro.encode("QueueActivity", activity(5, "PUT", 8_000))[:-3]
+    wrong_schema = avro.encode("ControlCommand", {"command_id": "x", "ts": T0, "qmgr": "QM1", "text": "PING QMGR",
+                                                  "user": None})
+    too_long = activity(6, "PUT", 9_000, queue="Q" * 60)
+    negative = activity(7, "PUT", 9_500, depth_after=-5)
+    bad = [os.urandom(40), b"", truncated, wrong_schema, too_long, negative]
+    produced = produce_activity(kafka_bootstrap, prefix, [*good, valid_framed, *bad])
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+
+    out = outputs(kafka_bootstrap, prefix)
+    dead = [r for t, r in out if t == topics.DLQ]
+    bad_values = produced[len(good) + 1:]
+    activity_dead = [d for d in dead if d["dest_topic"] == topics.physical(topics.ACTIVITY, prefix)]
+    assert sorted(d["value"] for d in activity_dead) == sorted(bad_values)  # original bytes, untouched
+    reasons = {bytes(d["value"]): d["reason_name"] for d in activity_dead}
+    assert reasons[truncated] == "QMON_UNDECODABLE" and reasons[b""] == "QMON_UNDECODABLE"
+    assert reasons[avro.encode("QueueActivity", too_long)] == "QMON_INVALID_FIELD"
+    assert reasons[avro.encode("QueueActivity", negative)] == "QMON_INVALID_FIELD"
+    assert all(d["reason"] > 65536 and d["format"] == "QueueActivity" and d["error"] for d in activity_dead)
+    # processed + dead-lettered = produced: the four valid records were processed (they made events)
+    perf = [r for t, r in out if t == topics.PERFORMANCE]
+    assert [(p["type"], ms(p["ts"]) - T0) for p in perf] == [("QSVCINT_HIGH", 5_000), ("QSVCINT_OK", 7_000)]  # SPEC §3
+    assert len(activity_dead) + 4 == len(produced)
+
+    replies = [r for t, r in out if t == topics.REPLIES]
+    assert len(replies) == 4
+    assert sorted(r["ok"] for r in replies) == [False, False, True, True]
+    failed = [r["message"] for r in replies if not r["ok"]]
+    assert any("QSVCIEV" in m for m in failed) and any("DROP" in m for m in failed)
+    command_dead = [d for d in dead if d["dest_topic"] == topics.physical(topics.CONTROL, prefix)]
+    assert sorted(d["reason_name"] for d in command_dead) == ["QMON_INVALID_COMMAND"] * 2
+
+
+def _workload() -> list[dict[str, Any]]:
+    recs = []
+    for i in range(40):
+        q = f"Q{i % 4}"
+        recs.append(activity(2 * i, "PUT", i * 3_000, queue=q))
+        if i % 3:
+            recs.append(activity(2 * i + 1, "GET", i * 3_000 + (i % 7) * 1_000, queue=q))
+    return recs
+
+
+def _run_setup(bootstrap: str, prefix: str) -> None:
+    ensure_topics(bootstrap, 2, prefix=prefix)
+    send_commands(bootstrap, "QM1", ["ALTER QMGR PERFMEV(ENABLED)"], ts=T0, prefix=prefix)
+    for q in range(4):
+        send_commands(bootstrap, "QM1", [f"ALTER QLOCAL(Q{q}) QSVCINT(4000) QSVCIEV(HIGH)"], ts=T0, prefix=prefix)
+
+
+def test_restart_on_the_same_checkpoint_equals_an_uninterrupted_run(spark, kafka_bootstrap, tmp_path):
+    work = _workload()
+    half = len(work) // 2
+    whole_prefix, split_prefix = f"w{os.getpid()}{id(work) % 10000}", f"s{os.getpid()}{id(work) % 10000}"
+    for p in (whole_prefix, split_prefix):
+        _run_setup(kafka_bootstrap, p)
+
+    produce_activity(kafka_bootstrap, whole_prefix, work)
+    run(config_for(whole_prefix), kafka_bootstrap, str(tmp_path / "whole"), available_now=True, spark=spark)
+
+    produce_activity(kafka_bootstrap, split_prefix, work[:half])
+    run(config_for(split_prefix), kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
+    produce_activity(kafka_bootstrap, split_prefix, work[half:])
+    run(config_for(split_prefix), kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
+
+    def ids(prefix: str) -> list[str]:
+        return sorted(r["event_id"] for t, r in outputs(kafka_bootstrap, prefix) if t != topics.REPLIES)
+
+    whole, split = ids(whole_prefix), ids(split_prefix)
+    assert len(whole) > 10
+    assert sorted(set(split)) == sorted(set(whole))  # duplicates only as identical event_ids
+
+
+def test_alter_qlocal_with_qmon_mqsc_while_the_job_runs(spark, kafka_bootstrap, prefix, tmp_path):
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    query = start_query(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
+    try:
+        cfg_file = tmp_path / "qmon.yaml"
+        cfg_file.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cli = [sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "mqsc", "--config", str(cfg_file),
+               "--bootstrap", kafka_bootstrap, "--timeout", "120"]
+        ok = subprocess.run([*cli, "ALTER QMGR PERFMEV(ENABLED)"], capture_output=True, text=True, env=env)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        script = tmp_path / "alter.mqsc"
+        script.write_text("* slow down alarms on the payroll queue\nALTER QLOCAL(PAYROLL.IN) +\n  QSVCINT(2000) +\n"
+                          "  QSVCIEV(HIGH)\n")
+        ok = subprocess.run([*cli, "-f", str(script)], capture_output=True, text=True, env=env)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert "AMQ8008I" in ok.stdout and "All valid MQSC commands were processed" in ok.stdout
+        bad = subprocess.run([*cli, "ALTER QLOCAL(PAYROLL.IN) QSVCINT(soon)"], capture_output=True, text=True,
+                             env=env)
+        assert bad.returncode == 1 and "QSVCINT" in bad.stdout
+
+        import time as _time
+
+        now = int(_time.time() * 1000) - T0
+        produce_activity(kafka_bootstrap, prefix, [activity(1, "PUT", now), activity(2, "PUT", now + 2_500)])
+        events: list[dict[str, Any]] = []
+
+        def collect() -> None:
+            for t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, timeout=120,
+                                   stop=lambda t, r: True):
+                events.append(r)
+
+        th = threading.Thread(target=collect)
+        th.start()
+        assert_eventually(lambda: events, timeout=120, query=query)
+        th.join()
+        assert events[0]["type"] == "QSVCINT_HIGH" and events[0]["service_interval_ms"] == 2000
+    finally:
+        query.stop()
+
+
+def test_docker_files_are_consistent():
+    """No Docker engine here: check the Compose file and Dockerfile statically."""
+    compose = (ROOT / "docker" / "compose.yaml").read_text()
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    assert "KAFKA_PROCESS_ROLES" in compose and "qmon" in compose
+    assert "qmon" in dockerfile and "ENTRYPOINT" in dockerfile
+    assert Path(ROOT / "docker" / "Dockerfile").exists()

@@ -1,0 +1,43 @@
+"""Random activity and command streams for property tests and benchmarks (seeded, deterministic)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+_COMMANDS = [
+    "ALTER QMGR PERFMEV(ENABLED)",
+    "ALTER QMGR PERFMEV(DISABLED)",
+    "ALTER QLOCAL({q}) QSVCIEV(HIGH) QSVCINT({n})",
+    "ALTER QLOCAL({q}) QSVCIEV(OK)",
+    "ALTER QLOCAL({q}) QSVCIEV(NONE)",
+    "ALTER QLOCAL({q}) MAXDEPTH(10) QDEPTHHI(60) QDEPTHLO(20) QDPHIEV(ENABLED) QDPLOEV(ENABLED) QDPMAXEV(ENABLED)",
+    "RESET QSTATS({q})",
+    "DEFINE QLOCAL({q}) REPLACE QSVCINT({n}) QSVCIEV(HIGH)",
+]
+
+
+def random_stream(rng: random.Random, qmgr: str, n: int = 60, queues: int = 3,
+                  t0: int = 1_700_000_000_000) -> list[dict[str, Any]]:
+    names = [f"Q{i}" for i in range(queues)]
+    out: list[dict[str, Any]] = [{"ts": t0, "qmgr": qmgr, "command": "ALTER QMGR PERFMEV(ENABLED)",
+                                  "command_id": f"{qmgr}-c"}]
+    t = t0
+    for i in range(n):
+        t += rng.choice([0, 1, 50, 400, 1000, 2500, 6000])
+        q = rng.choice(names)
+        roll = rng.random()
+        if roll < 0.12:
+            text = rng.choice(_COMMANDS).format(q=q, n=rng.choice([0, 500, 1000, 3000]))
+            out.append({"ts": t, "qmgr": qmgr, "command": text, "command_id": f"{qmgr}-c{i}"})
+            continue
+        op = "PUT" if roll < 0.6 else ("GET" if roll < 0.97 else "START")
+        rec: dict[str, Any] = {"event_id": f"{qmgr}-{i}", "qmgr": qmgr, "queue": q, "op": op, "ts": t}
+        if op == "START":
+            rec["depth_after"] = rng.choice([0, 2])
+        if op == "PUT" and rng.random() < 0.05:
+            rec["reason"] = 2053
+        if rng.random() < 0.03 and i > 0:
+            rec["event_id"] = f"{qmgr}-{i - 1}"  # a replayed duplicate
+        out.append(rec)
+    return out

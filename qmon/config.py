@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from qmon.mqsc import MAX_NAME
 from qmon.queues import MQ_DEFAULTS, MonitorSettings, QueueDefaults
+from qmon.structures import ExitRule, OverflowExit, StructureDef, StructureSettings
 
 logger = logging.getLogger(__name__)
 
@@ -139,13 +140,94 @@ class MonitorConfig(_Model):
         return v
 
 
+class StructureConfig(_Model):
+    """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (SPEC §5.1); sizes in KB."""
+
+    strname: str = Field(pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$",
+                         description="CF list structure name: 1-16 characters, upper case, starting with a letter")
+    size: int = Field(ge=1, description="SIZE in the CFRM policy: the most an alter can grow it to (KB)")
+    initsize: int | None = Field(None, ge=1, description="INITSIZE in the CFRM policy (KB); default SIZE")
+    ovflwmax: int = Field(70, ge=21, le=100, description="OVFLWMAX: usage % that triggers alter / overflow")
+    ovflwstr: str | None = Field(None, pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$")
+    ovflwsize: int | None = Field(None, ge=1, description="SIZE of the overflow structure (KB)")
+    fullthreshold: int = Field(80, ge=1, le=100, description="FULLTHRESHOLD %: STRUCTURE_NEAR_FULL")
+    lgmsgsz: int = Field(4096, ge=512, description="bytes of a long message kept on its ready queue")
+    overflow_scan_interval: str = "15 minutes"
+    type: Literal["msgq", "resource"] = "msgq"
+
+    @field_validator("strname", "ovflwstr", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+    @field_validator("overflow_scan_interval")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        if duration_ms(v) <= 0:
+            raise ValueError("the overflow scan interval must be positive")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "StructureConfig":
+        if self.initsize is not None and self.initsize > self.size:
+            raise ValueError(f"initsize ({self.initsize} KB) is larger than size ({self.size} KB); "
+                             "INITSIZE must not exceed SIZE")
+        if self.ovflwstr and not self.ovflwsize:
+            raise ValueError(f"ovflwstr {self.ovflwstr} needs ovflwsize (its SIZE in KB)")
+        if self.ovflwsize and not self.ovflwstr:
+            raise ValueError("ovflwsize is set but ovflwstr (the overflow structure's name) is not")
+        return self
+
+    def definition(self) -> StructureDef:
+        return StructureDef(self.strname, self.size, self.initsize, self.ovflwmax, self.ovflwstr, self.ovflwsize,
+                            self.fullthreshold, self.lgmsgsz, duration_ms(self.overflow_scan_interval),
+                            self.type == "resource")
+
+
+class ExitRuleConfig(_Model):
+    queue: str = Field(min_length=1, max_length=MAX_NAME, description="queue-name pattern (glob, * and ?)")
+    decision: Literal["approve", "reject"]
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.lower() if isinstance(v, str) else v
+
+
+def _exit_path(v: str) -> str:
+    if not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", v):
+        raise ValueError(f"{v!r} is not a module:function path (e.g. mysite.exits:overflow)")
+    return v
+
+
 class Config(_Model):
     kafka: KafkaConfig = KafkaConfig()
     job: JobConfig = JobConfig()
     monitor: MonitorConfig = MonitorConfig()
     queues: tuple[QueueDefaultsConfig, ...] = ()
-    structures: tuple[dict[str, Any], ...] = ()
-    overflow_exit: Any = None
+    structures: tuple[StructureConfig, ...] = ()
+    overflow_exit: tuple[ExitRuleConfig, ...] | str | None = None
+
+    @field_validator("overflow_exit")
+    @classmethod
+    def _exit(cls, v: Any) -> Any:
+        return _exit_path(v) if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _unique_structures(self) -> "Config":
+        names = [s.strname for s in self.structures]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"structure {dup[0]} is defined more than once")
+        return self
+
+    def structure_settings(self) -> StructureSettings:
+        if isinstance(self.overflow_exit, str):
+            exit_ = OverflowExit(callable_path=self.overflow_exit)
+        else:
+            exit_ = OverflowExit(rules=tuple(ExitRule(r.queue, r.decision) for r in self.overflow_exit or ()))
+        return StructureSettings(tuple(s.definition() for s in self.structures), exit_,
+                                 dedup_window_ms=duration_ms(self.monitor.dedup_window))
 
     def monitor_settings(self) -> MonitorSettings:
         return MonitorSettings(

@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, TypedDict
 
 from qmon import topics
+from qmon.alerts import alert as _alert
+from qmon.alerts import iso as _iso
+from qmon.alerts import plural as _plural
 from qmon.ids import event_id
 from qmon.mqsc import Command, canonical
 from qmon.reasons import (
@@ -135,10 +138,6 @@ class MonitorSettings:
                 attrs.update(rule.attrs)
                 break
         return attrs
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 class QueueMonitor:
@@ -416,22 +415,6 @@ def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, m
     record = {"event_id": event_id("reply", command_id), "command_id": command_id, "qmgr": qmgr,
               "ts": ts, "ok": ok, "message": message}
     return Emit(topics.REPLIES, command_id, record)
-
-
-def _alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, structure: str,
-           ts: int, summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
-           message: str | None = None, **numbers: Any) -> dict[str, Any]:
-    return {"event_id": eid, "type": type_, "state": state, "alert_id": alert_id, "severity": severity,
-            "structure": structure, "queue": queue, "qmgr": qmgr, "ts": ts,
-            "usage_before_pct": numbers.get("usage_before_pct"), "usage_after_pct": numbers.get("usage_after_pct"),
-            "size_kb_before": numbers.get("size_kb_before"), "size_kb_after": numbers.get("size_kb_after"),
-            "message": message, "summary": summary, "action": action}
-
-
-def _iso(ms: int) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
 def run_records(monitor: QueueMonitor, items: Iterable[Activity]) -> list[Emit]:

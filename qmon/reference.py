@@ -1,9 +1,9 @@
-"""The per-queue rules run in one plain Python process, without Spark or Kafka.
+"""The per-queue and per-structure rules run in one plain Python process, without Spark or Kafka.
 
-This is the reference the Spark operator is tested against (same outputs,
+This is the reference the Spark operators are tested against (same outputs,
 same event_ids), and the hand-written baseline of the benchmarks: one
-``QueueMonitor`` per queue manager (no shards), fed each queue manager's
-records in the order the job uses: (ts, commands first, arrival).
+``QueueMonitor`` per queue manager (no shards) and one ``StructureMonitor`` per
+structure, fed records in the order the job uses: (ts, commands first, arrival).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from typing import Any, Iterable
 
 from qmon.mqsc import MqscError, parse_command, split_script
 from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor
+from qmon.structures import Op, StructureMonitor, StructureSettings
 
 
 def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
-                  final_clock: int | None = None) -> list[Emit]:
+                  final_clock: int | None = None,
+                  structure_settings: StructureSettings | None = None) -> list[Emit]:
     """``records``: activity dicts (QueueActivity fields) and command dicts (ts, qmgr, command[, command_id]),
     in arrival order.  ``final_clock``: fire the stall timers due by then, as the job does when its
     watermark reaches that time."""
@@ -24,6 +26,8 @@ def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
         keyed.append((int(rec["ts"]), 0 if "command" in rec else 1, seq, rec))
     keyed.sort(key=lambda k: k[:3])
     monitors: dict[str, QueueMonitor] = {}
+    structures: dict[str, StructureMonitor] = {}
+    ssettings = structure_settings or StructureSettings()
     out: list[Emit] = []
     for ts, _rank, seq, rec in keyed:
         qmgr = rec["qmgr"]
@@ -37,10 +41,20 @@ def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
                 continue
             out.extend(mon.on_command(cmd, ts, str(rec.get("command_id") or seq), True))
         else:
+            eid = str(rec.get("event_id") or seq)
             out.extend(mon.on_activity(Activity(
-                str(rec.get("event_id") or seq), qmgr, rec["queue"], rec["op"], ts, rec.get("depth_after"),
-                rec.get("msg_bytes"), rec.get("structure"), rec.get("reason"), None, seq)))
+                eid, qmgr, rec["queue"], rec["op"], ts, rec.get("depth_after"),
+                rec.get("msg_bytes"), rec.get("structure"), rec.get("reason"), ts, seq)))
+            name = rec.get("structure")
+            if name:
+                smon = structures.get(name)
+                if smon is None:
+                    smon = structures[name] = StructureMonitor(name, ssettings)
+                out.extend(smon.on_activity(Op(eid, qmgr, rec["queue"], rec["op"], ts, rec.get("msg_bytes"),
+                                               rec.get("reason"), ts)))
     if final_clock is not None:
         for mon in monitors.values():
             out.extend(mon.on_clock(final_clock))
+        for smon in structures.values():
+            out.extend(smon.on_clock(final_clock))
     return out

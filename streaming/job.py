@@ -28,7 +28,8 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     if config.job.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
     raw = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
-    out = build(raw, settings=config.monitor_settings(), buckets=config.job.queue_buckets,
+    out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
+                buckets=config.job.queue_buckets,
                 watermark_delay=config.job.watermark_delay, ttl_ms=duration_ms(config.monitor.queue_ttl),
                 prefix=config.kafka.topic_prefix)
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")

@@ -28,6 +28,8 @@ from connectors import avro
 from qmon import topics
 from qmon.mqsc import MqscError, parse_command, split_script
 from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_reply
+from qmon.structures import Op as StructureOp
+from qmon.structures import StructureMonitor, StructureSettings
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +138,64 @@ class QueueProcessor(StatefulProcessor):
         watermark = timerValues.getCurrentWatermarkInMs()
         out = mon.on_clock(watermark)
         self._save(mon, None)
+        if out:
+            yield encode_emits([(-1, e.record["ts"], e) for e in out])
+
+    def close(self) -> None:
+        pass
+
+
+class StructureProcessor(StatefulProcessor):
+    """Keyed by structure name: applies ``qmon.structures`` to the structure's activity in
+    (ts, arrival) order.  One pickled state value and at most one timer (the overflow scan)."""
+
+    def __init__(self, settings: StructureSettings):
+        self.settings = settings
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.blob = handle.getValueState("structure", StructType([StructField("blob", BinaryType())]))
+        self.timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
+
+    def _load(self, name: str) -> StructureMonitor:
+        state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
+        return StructureMonitor(name, self.settings, state)
+
+    def _save(self, mon: StructureMonitor) -> None:
+        self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
+        wanted = mon.next_scan_clock()
+        current = self.timer.get()[0] if self.timer.exists() else None
+        if wanted != current:
+            if current is not None:
+                self.handle.deleteTimer(current)
+            if wanted is not None:
+                self.handle.registerTimer(wanted)
+                self.timer.update((wanted,))
+            else:
+                self.timer.clear()
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        mon = self._load(key[0])
+        frames = list(rows)
+        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        pdf = pdf.sort_values(["ts", "src_partition", "src_offset"], kind="stable")
+        cols = (pdf["event_id"].tolist(), pdf["qmgr"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
+                pdf["ts"].astype("int64").tolist(), _opt_int(pdf["msg_bytes"].tolist()),
+                _opt_int(pdf["reason"].tolist()), _ms(pdf["clock"]).tolist(), pdf["src_offset"].astype("int64").tolist())
+        emits: list[tuple[int, int, Any]] = []
+        on_activity = mon.on_activity
+        for eid, qmgr, queue, op, ts, nbytes, reason, clock, seq in zip(*cols):
+            for e in on_activity(StructureOp(eid, qmgr, queue, op, ts, nbytes, reason, clock)):
+                emits.append((seq, ts, e))
+        self._save(mon)
+        if emits:
+            yield encode_emits(emits)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+        mon = self._load(key[0])
+        self.timer.clear()
+        out = mon.on_clock(timerValues.getCurrentWatermarkInMs())
+        self._save(mon)
         if out:
             yield encode_emits([(-1, e.record["ts"], e) for e in out])
 

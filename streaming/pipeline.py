@@ -19,6 +19,8 @@ Steps:
    shard of the queue manager, and only shard 0 replies.
 4. The per-queue operator (``streaming.operators.QueueProcessor``) applies
    ``qmon.queues`` in (ts, arrival) order and encodes its outputs.
+5. In parallel, the per-structure operator (``StructureProcessor``, key: structure)
+   applies ``qmon.structures`` to the activity that names a structure.
 """
 
 from __future__ import annotations
@@ -246,13 +248,31 @@ def route(act: DataFrame, ctl: DataFrame, buckets: int) -> DataFrame:
     return good_act.unionByName(good_ctl)
 
 
+def structure_rows(act: DataFrame) -> DataFrame:
+    """The valid activity that names a structure, for the per-structure operator."""
+    return act.where(F.col("dlq_reason").isNull() & F.col("r.structure").isNotNull()).select(
+        F.col("r.structure").alias("structure"),
+        F.col("r.event_id").alias("event_id"),
+        F.col("r.qmgr").alias("qmgr"),
+        F.col("r.queue").alias("queue"),
+        F.col("r.op").alias("op"),
+        F.unix_millis("r.ts").alias("ts"),
+        F.col("r.msg_bytes").cast("long").alias("msg_bytes"),
+        F.col("r.reason").cast("long").alias("reason"),
+        F.col("partition").cast("long").alias("src_partition"),
+        F.col("offset").alias("src_offset"),
+        F.col("timestamp").alias("clock"),
+    )
+
+
 def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, ttl_ms: int,
-          prefix: str = "qmon") -> DataFrame:
+          prefix: str = "qmon", structure_settings: Any = None) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw.topic`` holds physical topic names (under ``prefix``); so do the output rows.
     """
-    from streaming.operators import QueueProcessor
+    from qmon.structures import StructureSettings
+    from streaming.operators import QueueProcessor, StructureProcessor
 
     names = topics.physical_map(prefix)
     raw = raw.withWatermark("timestamp", watermark_delay)
@@ -265,6 +285,13 @@ def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, 
         outputMode="Append",
         timeMode="EventTime",
     )
+    structures = structure_rows(act).groupBy("structure").transformWithStateInPandas(
+        statefulProcessor=StructureProcessor(structure_settings or StructureSettings()),
+        outputStructType=OUTPUT_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime",
+    )
+    events = events.unionByName(structures)
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

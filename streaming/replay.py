@@ -151,7 +151,8 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     pq.write_table(table, data / "part-0.parquet")
     raw = (spark.readStream.schema(RAW_DDL).parquet(str(data))
            .withColumn("timestamp", F.timestamp_millis("timestamp_ms")).drop("timestamp_ms"))
-    out = build(raw, settings=config.monitor_settings(), buckets=config.job.queue_buckets,
+    out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
+                buckets=config.job.queue_buckets,
                 watermark_delay="0 seconds", ttl_ms=duration_ms(config.monitor.queue_ttl))
     collected: list[Any] = []
 

@@ -41,3 +41,36 @@ def random_stream(rng: random.Random, qmgr: str, n: int = 60, queues: int = 3,
             rec["event_id"] = f"{qmgr}-{i - 1}"  # a replayed duplicate
         out.append(rec)
     return out
+
+
+STRUCTURE_CONFIG = {
+    "structures": [
+        {"strname": "MSGQ1", "size": 40, "initsize": 20, "ovflwmax": 70, "fullthreshold": 85, "lgmsgsz": 1024},
+        {"strname": "MSGQ2", "size": 30, "ovflwstr": "OVFQ2", "ovflwsize": 10, "overflow_scan_interval": "20 s"},
+        {"strname": "RSRC1", "size": 8, "type": "resource"},
+    ],
+    "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
+}
+
+
+def random_structure_stream(rng: random.Random, n: int = 400, t0: int = 1_700_000_000_000) -> list[dict[str, Any]]:
+    """IMS-style activity on small structures: fills, alters, overflows, drains, fills up."""
+    queues = ["1PAYROLL", "1KEEPME", "1ORDERS", "5LTERM01", "4SERIAL", "1SMALL", "8REMOTE", "9OTMA01"]
+    structures = ["MSGQ1", "MSGQ2", "RSRC1", "NOTCONF"]
+    out: list[dict[str, Any]] = []
+    t = t0
+    drain = False
+    for i in range(n):
+        t += rng.choice([0, 10, 200, 1500, 8000])
+        if i % 60 == 0:
+            drain = not drain if i else False
+        op = "GET" if rng.random() < (0.75 if drain else 0.3) else "PUT"
+        s = rng.choices(structures, weights=[5, 5, 1, 0.2])[0]
+        q = rng.choice(queues)
+        nbytes = rng.choice([None, 100, 512, 513, 900, 3000, 5000]) if op == "PUT" or rng.random() < 0.5 else None
+        rec: dict[str, Any] = {"event_id": f"s-{i}", "qmgr": rng.choice(["IMSA", "IMSB"]), "queue": q, "op": op,
+                               "ts": t, "msg_bytes": nbytes, "structure": s}
+        if rng.random() < 0.02:
+            rec["reason"] = 2053
+        out.append(rec)
+    return out

@@ -185,3 +185,26 @@ def test_docker_files_are_consistent():
     assert "KAFKA_PROCESS_ROLES" in compose and "qmon" in compose
     assert "qmon" in dockerfile and "ENTRYPOINT" in dockerfile
     assert Path(ROOT / "docker" / "Dockerfile").exists()
+
+
+def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
+    """SPEC §5 through the real path: alter, overflow mode and candidates, from Avro on Kafka to Avro on Kafka."""
+    config = Config.model_validate({
+        "kafka": {"topic_prefix": prefix, "partitions": 2},
+        "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+        "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
+        "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
+    })
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    recs = [activity(i, "PUT", i, queue="1KEEPME", qmgr="IMSA", structure="MSGQ1", msg_bytes=512) for i in range(14)]
+    recs += [activity(100 + i, "PUT", 100 + i, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=1024)
+             for i in range(7)]  # 14 + 14 = 28 / 40 = 70% at SIZE after the first alter
+    produce_activity(kafka_bootstrap, prefix, recs)
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    alerts = [(r["type"], r["state"]) for t, r in out if t == topics.STRUCTURE]
+    assert ("STRUCTURE_ALTERED", "INFO") in alerts and ("OVERFLOW_MODE_ENTERED", "FIRING") in alerts
+    cands = [r for t, r in out if t == topics.OVERFLOW]
+    assert len(cands) == 1
+    assert [(c["queue"], c["decision"]) for c in cands[0]["candidates"]] == [("1KEEPME", "reject"),
+                                                                             ("1PAYROLL", "approve")]

@@ -1,0 +1,26 @@
+"""StructureAlert records and small helpers shared by the rules modules.  Pure."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+
+def alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, structure: str,
+          ts: int, summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
+          message: str | None = None, **numbers: Any) -> dict[str, Any]:
+    """A StructureAlert record (SPEC §2); ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
+    return {"event_id": eid, "type": type_, "state": state, "alert_id": alert_id, "severity": severity,
+            "structure": structure, "queue": queue, "qmgr": qmgr, "ts": ts,
+            "usage_before_pct": numbers.get("usage_before_pct"), "usage_after_pct": numbers.get("usage_after_pct"),
+            "size_kb_before": numbers.get("size_kb_before"), "size_kb_after": numbers.get("size_kb_after"),
+            "message": message, "summary": summary, "action": action}
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC time with centiseconds."""
+    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -1,0 +1,577 @@
+"""IMS CQS structure accounting and decisions: usage, alter, overflow mode, overflow
+candidates through the overflow exit, leaving overflow, structure full.  Pure: no Spark,
+no Kafka, no clock.  Follows SPEC §5 and seeds 000 and 004.
+
+* Capacity is counted in 512-byte **data elements**: a structure of K KB holds 2·K
+  elements; a message takes ceil(bytes / 512) elements, at least 1.
+* IMS queue names begin with a queue-type digit (1 transaction ready, 2 transaction
+  staging, ..., 9 OTMA ready).  A message longer than ``lgmsgsz`` puts its first
+  ``lgmsgsz`` bytes on its ready queue and the rest on the staging queue (1→2, 5→6).
+* After each put that leaves primary usage ≥ OVFLWMAX: **alter** (grow towards SIZE, to the
+  smallest whole-KB size that brings usage to OVFLWMAX − 20 or below) and, if usage is still
+  at or above OVFLWMAX, **overflow mode**: candidates (not staging, not in overflow, not
+  empty; most elements first, ties by name) are offered one at a time to the **overflow
+  exit** until primary usage without the approved queues is ≤ OVFLWMAX − 20, 512 queues are
+  approved, or the list runs out.
+* With an overflow structure (OVFLWSTR) the approved queues move there; a scan every
+  ``overflow_scan_interval`` of event time returns the empty ones (QUEUE_OVERFLOW_ENDED) and
+  ends overflow mode when none remain.  Without one, puts to approved queues are rejected
+  and the structure leaves overflow mode when usage falls to OVFLWMAX − 20 or below.
+* A put that does not fit is rejected: STRUCTURE_FULL (``CQS0205E STRUCTURE name IS FULL``)
+  once per episode, relieved by the next get that frees space.  Crossing ``fullthreshold``
+  raises STRUCTURE_NEAR_FULL once and resolves when usage drops below it.
+
+Choices where the seeds are silent (documented in the README):
+
+* A GET without ``msg_bytes`` frees the queue's average message size in elements.
+* START carries a depth but no sizes, so it does not change structure accounting.
+* Near-full is judged after alter and overflow have acted on the put, so a crossing that
+  an alter removes at once raises nothing.
+* The overflow scan timer runs in event time; when a structure is quiet the Spark job
+  advances it on the arrival clock, as for the stall alert.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, NamedTuple
+
+from qmon import topics
+from qmon.alerts import alert, plural
+from qmon.ids import event_id
+
+ELEMENT_BYTES = 512
+MAX_APPROVED = 512
+STATE_VERSION = 1
+
+#: IMS queue types (SPEC §5.1): first character of the queue name.
+QUEUE_TYPES = {"1": "transaction ready", "2": "transaction staging", "3": "suspend", "4": "serial",
+               "5": "LTERM ready", "6": "LTERM staging", "7": "APPC ready", "8": "remote ready",
+               "9": "OTMA ready"}
+STAGING_OF = {"1": "2", "5": "6"}
+STAGING_TYPES = frozenset({"2", "6"})
+
+
+def queue_type(queue: str) -> str | None:
+    """The IMS queue-type digit of ``queue``, or None for a name that is not an IMS queue name."""
+    return queue[0] if queue and queue[0] in QUEUE_TYPES else None
+
+
+def staging_queue(queue: str) -> str | None:
+    """The staging queue that holds the rest of a long message put to ``queue`` (1→2, 5→6)."""
+    t = queue_type(queue)
+    return STAGING_OF[t] + queue[1:] if t in STAGING_OF else None
+
+
+def elements(nbytes: int | None) -> int:
+    """Data elements a message of ``nbytes`` takes: ceil(bytes / 512), at least 1."""
+    return max(1, -(-int(nbytes or 0) // ELEMENT_BYTES))
+
+
+# ---------------------------------------------------------------- the overflow exit
+
+
+@dataclass(frozen=True)
+class ExitRule:
+    queue: str  # MQ-style generic name or glob
+    decision: str  # approve | reject
+
+
+@dataclass(frozen=True)
+class OverflowExit:
+    """The overflow exit: an ordered rule list (first match wins, default approve) or a callable
+    ``module:function`` taking (structure, queue, elements) and returning approve/reject (or a bool)."""
+
+    rules: tuple[ExitRule, ...] = ()
+    callable_path: str | None = None
+
+    def _callable(self) -> Callable[..., Any]:
+        module, _, name = (self.callable_path or "").partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def decide(self, structure: str, queue: str, elems: int) -> str:
+        if self.callable_path:
+            result = self._callable()(structure, queue, elems)
+            if isinstance(result, bool):
+                return "approve" if result else "reject"
+            result = str(result).lower()
+            if result not in ("approve", "reject"):
+                raise ValueError(f"overflow exit {self.callable_path} returned {result!r}; expected approve or reject")
+            return result
+        for rule in self.rules:
+            if fnmatch.fnmatchcase(queue, rule.queue):
+                return rule.decision
+        return "approve"
+
+
+# ---------------------------------------------------------------- definitions
+
+
+@dataclass(frozen=True)
+class StructureDef:
+    """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (sizes in KB)."""
+
+    strname: str
+    size: int
+    initsize: int | None = None
+    ovflwmax: int = 70
+    ovflwstr: str | None = None
+    ovflwsize: int | None = None
+    fullthreshold: int = 80
+    lgmsgsz: int = 4096
+    overflow_scan_interval_ms: int = 15 * 60 * 1000
+    resource: bool = False  # resource structures never overflow
+
+    @property
+    def target(self) -> int:
+        """OVFLWMAX − 20: the usage alter and candidate selection aim for."""
+        return max(0, self.ovflwmax - 20)
+
+
+@dataclass(frozen=True)
+class StructureSettings:
+    structures: tuple[StructureDef, ...] = ()
+    overflow_exit: OverflowExit = field(default_factory=OverflowExit)
+    dedup_window_ms: int = 10 * 60 * 1000
+    dedup_max: int = 4096
+
+    def get(self, strname: str) -> StructureDef | None:
+        for s in self.structures:
+            if s.strname == strname:
+                return s
+        return None
+
+
+class Op(NamedTuple):
+    """One validated activity record as the structure step sees it."""
+
+    event_id: str
+    qmgr: str
+    queue: str
+    op: str  # PUT, GET, START
+    ts: int
+    msg_bytes: int | None = None
+    reason: int | None = None
+    clock: int | None = None  # broker append time (arrival clock), ms
+
+
+class Emit(NamedTuple):
+    topic: str
+    key: str
+    record: dict[str, Any]
+
+
+def _pct(used: int, capacity: int) -> float:
+    return round(100.0 * used / capacity, 2) if capacity > 0 else 100.0
+
+
+# ---------------------------------------------------------------- the monitor
+
+
+class StructureMonitor:
+    """The state and rules of one primary structure (and its overflow structure)."""
+
+    def __init__(self, strname: str, settings: StructureSettings, state: dict[str, Any] | None = None):
+        self.name = strname
+        self.settings = settings
+        self.d = settings.get(strname)
+        if state is None:
+            size = self.d.initsize or self.d.size if self.d else 0
+            state = {"v": STATE_VERSION, "size_kb": size, "used": 0, "ovf_used": 0, "queues": {},
+                     "mode": None, "full": None, "near": None, "ovf_full": None, "next_scan": None,
+                     "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False}
+        self.state = state
+
+    # ---------------------------------------------------------- measures
+
+    @property
+    def capacity(self) -> int:
+        return 2 * self.state["size_kb"]
+
+    @property
+    def ovf_capacity(self) -> int:
+        return 2 * (self.d.ovflwsize or 0) if self.d and self.d.ovflwstr else 0
+
+    def usage(self) -> float:
+        return _pct(self.state["used"], self.capacity)
+
+    def ovf_usage(self) -> float:
+        return _pct(self.state["ovf_used"], self.ovf_capacity)
+
+    def _q(self, name: str) -> dict[str, Any]:
+        q = self.state["queues"].get(name)
+        if q is None:
+            q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False}
+        return q
+
+    def _emit(self, type_: str, state: str, alert_id: str, severity: str, ts: int, source: str, *,
+              summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
+              message: str | None = None, **numbers: Any) -> Emit:
+        rec = alert(event_id("structure", self.name, type_, state, source, queue), type_, state, alert_id,
+                    severity, structure=self.name, queue=queue, qmgr=qmgr, ts=ts, summary=summary,
+                    action=action, message=message, **numbers)
+        return Emit(topics.STRUCTURE, self.name, rec)
+
+    # ---------------------------------------------------------- input
+
+    def _duplicate(self, rec: Op) -> bool:
+        recent = self.state["recent"]
+        key = f"{rec.qmgr}\x1f{rec.event_id}"
+        if key in recent:
+            return True
+        recent[key] = rec.ts
+        horizon = rec.ts - self.settings.dedup_window_ms
+        if len(recent) > self.settings.dedup_max or next(iter(recent.values())) < horizon:
+            for k in [k for k, t in recent.items() if t < horizon]:
+                del recent[k]
+            while len(recent) > self.settings.dedup_max:
+                del recent[next(iter(recent))]
+        return False
+
+    def on_activity(self, rec: Op) -> list[Emit]:
+        if self.d is None:
+            return self._unknown(rec)
+        if self._duplicate(rec):
+            return []
+        out = self._catch_up(rec.ts)
+        st = self.state
+        if st["last_ts"] is None or rec.ts >= st["last_ts"]:
+            st["last_ts"], st["last_clock"] = rec.ts, rec.clock if rec.clock is not None else st["last_clock"]
+        if rec.reason is not None or rec.op == "START":
+            return out  # a failed operation changes nothing; START carries no sizes
+        if rec.op == "PUT":
+            out.extend(self._put(rec))
+        elif rec.op == "GET":
+            out.extend(self._get(rec))
+        return out
+
+    def _unknown(self, rec: Op) -> list[Emit]:
+        if self.state["unknown"]:
+            return []
+        self.state["unknown"] = True
+        aid = event_id("unknown-structure", self.name)
+        return [self._emit("STRUCTURE_UNKNOWN", "INFO", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
+                           qmgr=rec.qmgr,
+                           summary=(f"Activity names structure {self.name}, which is not in qmon's configuration, "
+                                    "so its usage is not accounted."),
+                           action=(f"Add {self.name} under structures: in the configuration file (strname, size, "
+                                   "ovflwmax, ...) and restart the job."))]
+
+    def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
+        """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
+        assert self.d is not None
+        staging = staging_queue(queue)
+        if staging and nbytes is not None and nbytes > self.d.lgmsgsz:
+            return [(queue, elements(self.d.lgmsgsz)), (staging, elements(nbytes - self.d.lgmsgsz))]
+        return [(queue, elements(nbytes))]
+
+    def _in_overflow_structure(self, queue: str) -> bool:
+        q = self.state["queues"].get(queue)
+        return bool(q and q["ovf"] and self.d and self.d.ovflwstr)
+
+    def _put(self, rec: Op) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        q = self._q(rec.queue)
+        if q["ovf"] and not d.ovflwstr:  # §5.2 (4): puts to approved queues are rejected
+            st["rejected"] += 1
+            if not q["rej"]:
+                q["rej"] = True
+                out.append(self._emit(
+                    "QUEUE_PUTS_REJECTED", "FIRING", event_id("rejected", self.name, rec.queue, st["mode"]),
+                    "CRITICAL", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
+                    usage_before_pct=self.usage(), usage_after_pct=self.usage(),
+                    summary=(f"Structure {self.name} is in overflow mode with no overflow structure: puts to "
+                             f"queue {rec.queue}, chosen by the overflow exit, are rejected until usage falls "
+                             f"to {d.target}%."),
+                    action=(f"Drain {rec.queue} (start or speed up its consumer), or define an overflow "
+                            f"structure (OVFLWSTR) for {self.name} in CQSSGxxx and the CFRM policy.")))
+            return out
+        parts = self._split(rec.queue, rec.msg_bytes)
+        primary_need = sum(n for name, n in parts if not self._in_overflow_structure(name))
+        ovf_need = sum(n for name, n in parts if self._in_overflow_structure(name))
+        before = self.usage()
+        if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
+            st["rejected"] += 1
+            if st["ovf_full"] is None:
+                st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
+                out.append(self._emit(
+                    "OVERFLOW_STRUCTURE_FULL", "FIRING", st["ovf_full"], "CRITICAL", rec.ts, rec.event_id,
+                    queue=rec.queue, qmgr=rec.qmgr, usage_before_pct=self.ovf_usage(),
+                    usage_after_pct=self.ovf_usage(), message=f"CQS0205E STRUCTURE {d.ovflwstr} IS FULL",
+                    summary=(f"Overflow structure {d.ovflwstr} of {self.name} is full: puts to the queues in "
+                             f"overflow ({rec.queue} first) are rejected; the primary structure carries on."),
+                    action=(f"Drain the queues in overflow, or enlarge {d.ovflwstr} in the CFRM policy "
+                            "(SETXCF START,ALTER or a policy change and rebuild).")))
+            return out
+        if primary_need and st["used"] + primary_need > self.capacity:
+            st["rejected"] += 1
+            if st["full"] is None:
+                st["full"] = event_id("full", self.name, rec.event_id)
+                out.append(self._emit(
+                    "STRUCTURE_FULL", "FIRING", st["full"], "CRITICAL", rec.ts, rec.event_id, queue=rec.queue,
+                    qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=before,
+                    size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
+                    message=f"CQS0205E STRUCTURE {self.name} IS FULL",
+                    summary=(f"Structure {self.name} is full ({st['used']} of {self.capacity} data elements): "
+                             f"puts are rejected (first: {rec.queue} from {rec.qmgr}); gets still work."),
+                    action=(f"Find the queues holding {self.name}'s storage and drain them (start their "
+                            "consumers, or /DEQUEUE messages nobody will read); enlarge the structure in the "
+                            "CFRM policy or define an overflow structure.")))
+            return out
+        for name, n in parts:
+            pq = self._q(name)
+            pq["msgs"] += 1
+            pq["el"] += n
+            if self._in_overflow_structure(name):
+                st["ovf_used"] += n
+            else:
+                st["used"] += n
+        if self.usage() >= d.ovflwmax:
+            out.extend(self._threshold(rec, before))
+        out.extend(self._near_full(rec, before))
+        return out
+
+    def _threshold(self, rec: Op, before: float) -> list[Emit]:
+        """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        if st["mode"] is not None and not d.ovflwstr:
+            return out  # without an overflow structure the threshold is not checked again
+        if st["size_kb"] < d.size:
+            old = st["size_kb"]
+            usage_before = self.usage()
+            target = d.target
+            want = math.ceil(st["used"] * 100 / (2 * target)) if target > 0 else d.size
+            st["size_kb"] = max(old, min(d.size, want))
+            aid = event_id("alter", self.name, rec.event_id)
+            out.append(self._emit(
+                "STRUCTURE_ALTERED", "INFO", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
+                usage_before_pct=usage_before, usage_after_pct=self.usage(), size_kb_before=old,
+                size_kb_after=st["size_kb"],
+                summary=(f"Structure {self.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
+                         f"from {old} KB to {st['size_kb']} KB; usage is now {self.usage()}%."
+                         + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")),
+                action=("None now. If alters recur, raise INITSIZE in the CFRM policy; at SIZE the next "
+                        "threshold puts the structure into overflow mode.")))
+            if self.usage() < d.ovflwmax:
+                return out
+        if d.resource:
+            return out  # resource structures never overflow
+        if st["mode"] is None:
+            st["mode"] = event_id("overflow", self.name, rec.event_id)
+            if d.ovflwstr:
+                st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
+            out.append(self._emit(
+                "OVERFLOW_MODE_ENTERED", "FIRING", st["mode"], "WARNING", rec.ts, rec.event_id, queue=rec.queue,
+                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=self.usage(),
+                size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
+                summary=(f"Structure {self.name} is {self.usage()}% used at its maximum size of {st['size_kb']} KB "
+                         f"(OVFLWMAX {d.ovflwmax}%) and entered overflow mode: the largest queues are offered to "
+                         "the overflow exit" + (f" and moved to {d.ovflwstr}." if d.ovflwstr
+                                                else "; puts to the approved ones will be rejected.")),
+                action=("See the OverflowCandidates record on qmon.events.overflow for the queues chosen; drain "
+                        "them or fix their consumers. Consider a larger SIZE in the CFRM policy.")))
+        out.extend(self._select(rec))
+        return out
+
+    def _select(self, rec: Op) -> list[Emit]:
+        """§5.3: offer candidates to the overflow exit; one OverflowCandidates record."""
+        d, st = self.d, self.state
+        assert d is not None
+        usage_before = self.usage()
+        pool = sorted(((q["el"], name) for name, q in st["queues"].items()
+                       if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0),
+                      key=lambda x: (-x[0], x[1]))
+        remaining = st["used"]
+        candidates, approved = [], []
+        for el, name in pool:
+            if _pct(remaining, self.capacity) <= d.target or len(approved) >= MAX_APPROVED:
+                break
+            decision = self.settings.overflow_exit.decide(self.name, name, el)
+            candidates.append({"queue": name, "elements": el, "decision": decision})
+            if decision == "approve":
+                approved.append(name)
+                remaining -= el
+        out = [Emit(topics.OVERFLOW, self.name, {
+            "event_id": event_id("candidates", self.name, rec.event_id), "structure": self.name, "ts": rec.ts,
+            "usage_pct": usage_before, "target_pct": float(d.target), "candidates": candidates,
+            "usage_after_pct": _pct(remaining, self.capacity)})]
+        for name in approved:
+            q = st["queues"][name]
+            q["ovf"] = True
+            if d.ovflwstr:
+                st["used"] -= q["el"]
+                st["ovf_used"] += q["el"]
+        return out
+
+    def _get(self, rec: Op) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        q = st["queues"].get(rec.queue)
+        if q is None or q["msgs"] <= 0:
+            return []  # nothing qmon knows of to take (activity before qmon started)
+        before, ovf_before = self.usage(), self.ovf_usage()
+        if rec.msg_bytes is not None:
+            parts = self._split(rec.queue, rec.msg_bytes)
+        else:
+            parts = [(rec.queue, -(-q["el"] // q["msgs"]))]
+        freed_primary = freed_ovf = 0
+        for name, n in parts:
+            pq = st["queues"].get(name)
+            if pq is None or pq["msgs"] <= 0:
+                continue
+            n = pq["el"] if pq["msgs"] == 1 else min(n, pq["el"])  # the last message frees what is left
+            pq["msgs"] -= 1
+            pq["el"] -= n
+            if self._in_overflow_structure(name):
+                st["ovf_used"] -= n
+                freed_ovf += n
+            else:
+                st["used"] -= n
+                freed_primary += n
+        out: list[Emit] = []
+        if st["full"] is not None and freed_primary > 0:
+            aid, st["full"] = st["full"], None
+            out.append(self._emit(
+                "STRUCTURE_FULL_RELIEVED", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
+                usage_before_pct=before, usage_after_pct=self.usage(),
+                summary=f"Structure {self.name} is no longer full: a get from {rec.queue} freed space.",
+                action="None; check that the consumers keep up."))
+        if st["ovf_full"] is not None and freed_ovf > 0:
+            aid, st["ovf_full"] = st["ovf_full"], None
+            out.append(self._emit(
+                "OVERFLOW_STRUCTURE_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
+                qmgr=rec.qmgr, usage_before_pct=ovf_before, usage_after_pct=self.ovf_usage(),
+                summary=f"Overflow structure {d.ovflwstr} of {self.name} has room again.",
+                action="None."))
+        if st["mode"] is not None and not d.ovflwstr and self.usage() <= d.target:
+            out.extend(self._end_overflow(rec.ts, rec.event_id, before))
+        out.extend(self._near_full(rec, before))
+        return out
+
+    def _end_overflow(self, ts: int, source: str, before: float) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        aid, st["mode"] = st["mode"], None
+        st["next_scan"] = None
+        out: list[Emit] = []
+        for name in sorted(st["queues"]):
+            q = st["queues"][name]
+            if q["rej"]:
+                out.append(self._emit(
+                    "QUEUE_PUTS_REJECTED", "RESOLVED", event_id("rejected", self.name, name, aid), "INFO", ts,
+                    source, queue=name, usage_before_pct=before, usage_after_pct=self.usage(),
+                    summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
+                    action="None."))
+            q["ovf"] = q["rej"] = False
+        return out + [self._emit(
+            "OVERFLOW_MODE_ENDED", "RESOLVED", aid, "INFO", ts, source, usage_before_pct=before,
+            usage_after_pct=self.usage(), size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
+            summary=(f"Structure {self.name} left overflow mode at {self.usage()}% used"
+                     + (": no queue remains in the overflow structure." if d.ovflwstr
+                        else f" (at or below {d.target}%); puts to all its queues are accepted again.")),
+            action="None.")]
+
+    def _near_full(self, rec: Op, before: float) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        usage = self.usage()
+        if st["near"] is None and usage >= d.fullthreshold:
+            st["near"] = event_id("near", self.name, rec.event_id)
+            return [self._emit(
+                "STRUCTURE_NEAR_FULL", "FIRING", st["near"], "WARNING", rec.ts, rec.event_id, queue=rec.queue,
+                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=usage, size_kb_before=st["size_kb"],
+                size_kb_after=st["size_kb"],
+                message=f"IXC585E STRUCTURE {self.name} IS AT OR ABOVE STRUCTURE FULL MONITORING THRESHOLD OF "
+                        f"{d.fullthreshold}%",
+                summary=(f"Structure {self.name} is {usage}% used, at or above its full threshold of "
+                         f"{d.fullthreshold}%; at 100% puts are rejected (CQS0205E)."),
+                action=("Find the deepest queues of the structure and drain them; consider a larger SIZE or an "
+                        "overflow structure."))]
+        if st["near"] is not None and usage < d.fullthreshold:
+            aid, st["near"] = st["near"], None
+            return [self._emit(
+                "STRUCTURE_NEAR_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
+                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=usage,
+                message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
+                summary=f"Structure {self.name} is back below its full threshold: {usage}% used.",
+                action="None.")]
+        return []
+
+    # ---------------------------------------------------------- the overflow scan
+
+    def _scan(self, at: int) -> list[Emit]:
+        """§5.4: queues in overflow that are empty leave it; none left ends overflow mode."""
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        before = self.usage()
+        for name in sorted(st["queues"]):
+            q = st["queues"][name]
+            if q["ovf"] and q["msgs"] == 0:
+                q["ovf"] = False
+                out.append(self._emit(
+                    "QUEUE_OVERFLOW_ENDED", "INFO", event_id("ovf-queue", self.name, name, at), "INFO", at,
+                    f"scan@{at}", queue=name,
+                    summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {self.name}.",
+                    action="None."))
+        if not any(q["ovf"] for q in st["queues"].values()):
+            out.extend(self._end_overflow(at, f"scan@{at}", before))
+        else:
+            st["next_scan"] = at + d.overflow_scan_interval_ms
+        return out
+
+    def _catch_up(self, now_ts: int) -> list[Emit]:
+        """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
+        st = self.state
+        out: list[Emit] = []
+        if st["next_scan"] is not None and st["mode"] is not None and now_ts >= st["next_scan"]:
+            d = self.d
+            assert d is not None
+            at = st["next_scan"]
+            out.extend(self._scan(at))
+            if st["next_scan"] is not None and st["next_scan"] <= now_ts:
+                # nothing changes between scans without activity: the next one that matters is after now
+                k = (now_ts - st["next_scan"]) // d.overflow_scan_interval_ms + 1
+                st["next_scan"] += k * d.overflow_scan_interval_ms
+        return out
+
+    def next_scan_clock(self) -> int | None:
+        """The arrival-clock time of the next overflow scan (for a Spark timer), or None."""
+        st = self.state
+        if st["next_scan"] is None or st["mode"] is None or st["last_clock"] is None or st["last_ts"] is None:
+            return None
+        return st["last_clock"] + max(0, st["next_scan"] - st["last_ts"])
+
+    def on_clock(self, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: run the scan due by the matching event time."""
+        st = self.state
+        if st["last_clock"] is None or st["last_ts"] is None:
+            return []
+        return self._catch_up(st["last_ts"] + (clock - st["last_clock"]))
+
+
+def run_structure_records(monitors: dict[str, StructureMonitor], settings: StructureSettings,
+                          items: Iterable[tuple[str, Op]]) -> list[Emit]:
+    """Feed (structure, Op) pairs in order; a helper for tests and the reference runner."""
+    out: list[Emit] = []
+    for name, op in items:
+        mon = monitors.get(name)
+        if mon is None:
+            mon = monitors[name] = StructureMonitor(name, settings)
+        out.extend(mon.on_activity(op))
+    return out
+
+
+def describe(d: StructureDef) -> str:
+    """One line describing a structure definition (for logs and the CLI)."""
+    ovf = f", OVFLWSTR={d.ovflwstr} ({d.ovflwsize} KB)" if d.ovflwstr else ""
+    return (f"{d.strname}: SIZE={d.size} KB INITSIZE={d.initsize or d.size} KB ({plural(2 * d.size, 'element')} max), "
+            f"OVFLWMAX={d.ovflwmax}%, full threshold {d.fullthreshold}%, LGMSGSZ={d.lgmsgsz}{ovf}; "
+            f"overflow scan every {d.overflow_scan_interval_ms // 1000} s")

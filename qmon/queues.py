@@ -38,6 +38,8 @@ from qmon.alerts import alert as _alert
 from qmon.alerts import iso as _iso
 from qmon.alerts import plural as _plural
 from qmon.ids import event_id
+from qmon.interest import Registry, work_available
+from qmon.interest import matches as _interest_match
 from qmon.mqsc import Command, canonical
 from qmon.reasons import (
     MQRC_Q_DEPTH_HIGH,
@@ -157,6 +159,17 @@ class QueueMonitor:
     # ------------------------------------------------------------ helpers
 
     @property
+    def interest(self) -> Registry:
+        return Registry(self.state.setdefault("interest", {}))
+
+    def _notify(self, queue: str, depth: int, ts: int, source: str) -> list[Emit]:
+        """WorkAvailable for every client registered for ``queue`` (it just went from empty to non-empty)."""
+        if not self.state.get("interest"):
+            return []
+        return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source))
+                for c in self.interest.clients_for(queue)]
+
+    @property
     def perfmev(self) -> str:
         return self.state["perfmev"] or self.settings.perfmev
 
@@ -231,8 +244,11 @@ class QueueMonitor:
         enabled = self.perfmev == "ENABLED"
         a = q["attrs"]
         if rec.op == "START":
+            was_empty = q["depth"] == 0
             if rec.depth_after is not None:
                 q["depth"] = max(0, rec.depth_after)
+            if was_empty and q["depth"] > 0:
+                out.extend(self._notify(rec.queue, q["depth"], rec.ts, rec.event_id))
             q["timer"] = rec.ts if q["depth"] > 0 else None
             q["timer_clock"] = clock if q["depth"] > 0 else None
             self._reset_stats(q, rec.ts)
@@ -259,6 +275,7 @@ class QueueMonitor:
             if before == 0:
                 q["timer"] = rec.ts
                 q["timer_clock"] = clock
+                out.extend(self._notify(rec.queue, after, rec.ts, rec.event_id))
             if enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"]:
                 out.append(self._event(q, rec.queue, "QDEPTH_HIGH", rec.ts, rec.event_id))
                 a["QDPHIEV"] = False
@@ -385,6 +402,8 @@ class QueueMonitor:
                 message = f"AMQ8008I: IBM MQ queue {name} changed."
                 if not known:
                     message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
+        elif cmd.obj == "INTEREST":
+            return self._interest(cmd, ts, command_id, reply)
         elif cmd.obj == "QSTATS":
             name = cmd.name
             assert name is not None
@@ -400,6 +419,28 @@ class QueueMonitor:
         if not reply:
             return []
         return [command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
+
+    def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        pattern, client = cmd.name, cmd.attrs["CLIENT"]
+        assert pattern is not None
+        out: list[Emit] = []
+        if cmd.verb == "REGISTER":
+            ok = True
+            if self.interest.register(pattern, client):
+                message = f"client {client} registered interest in {pattern}."
+                for name in sorted(self.queues):
+                    q = self.queues[name]
+                    if q["depth"] > 0 and _interest_match(pattern, name):
+                        out.append(Emit(*work_available(self.qmgr, name, client, q["depth"], ts, command_id)))
+            else:
+                message = f"client {client} was already registered for {pattern}; nothing changed."
+        else:
+            ok = self.interest.deregister(pattern, client)
+            message = (f"client {client} deregistered from {pattern}." if ok
+                       else f"client {client} has no interest registered in {pattern}.")
+        if reply:
+            out.append(command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
+        return out
 
     # ------------------------------------------------------------ TTL
 

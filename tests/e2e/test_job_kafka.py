@@ -208,3 +208,22 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     assert len(cands) == 1
     assert [(c["queue"], c["decision"]) for c in cands[0]["candidates"]] == [("1KEEPME", "reject"),
                                                                              ("1PAYROLL", "approve")]
+
+
+def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
+    """SPEC §6 through the real path: both clients get WorkAvailable when the queue gets work."""
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    send_commands(kafka_bootstrap, "PLEX1", ["REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)",
+                                             "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)"], ts=T0, prefix=prefix)
+    produce_activity(kafka_bootstrap, prefix, [
+        activity(1, "PUT", 1_000, queue="1PAYTRAN", qmgr="PLEX1"),
+        activity(2, "PUT", 2_000, queue="1PAYTRAN", qmgr="PLEX1"),   # not empty before: no notification
+        activity(3, "GET", 3_000, queue="1PAYTRAN", qmgr="PLEX1"),
+        activity(4, "GET", 4_000, queue="1PAYTRAN", qmgr="PLEX1"),   # empty: never a notification
+        activity(5, "PUT", 5_000, queue="1PAYTRAN", qmgr="PLEX1")])
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    notes = sorted((r["client"], ms(r["ts"]) - T0, r["depth"]) for t, r in out if t == topics.NOTIFY)
+    assert notes == [("IMSA", 1_000, 1), ("IMSA", 5_000, 1), ("IMSB", 1_000, 1), ("IMSB", 5_000, 1)]
+    assert sorted(r["ok"] for t, r in out if t == topics.REPLIES) == [True, True]

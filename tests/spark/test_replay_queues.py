@@ -119,10 +119,36 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
     config = Config.model_validate({"job": {"queue_buckets": 3}})
     out = replay_factory(records, config)
     got = sorted(json.dumps({k: v for k, v in r.items()}, sort_keys=True) for r in out
-                 if r["topic"] in (topics.PERFORMANCE, topics.STRUCTURE, topics.REPLIES))
+                 if r["topic"] in (topics.PERFORMANCE, topics.STRUCTURE, topics.REPLIES, topics.NOTIFY))
     final_clock = max(r["ts"] for r in records)
     want = sorted(_normalise(e.topic, e.record)
                   for e in run_reference(records, MonitorSettings(), final_clock=final_clock))
     # command ids in replay default to the line; the generator gives every command one
     assert len(got) == len(want) and got == want
     assert sum(1 for r in out if r["topic"] == topics.PERFORMANCE) > 20  # the streams do exercise the rules
+    assert sum(1 for r in out if r["topic"] == topics.NOTIFY) > 10
+
+
+def test_interest_registration_and_work_available(replay_factory):
+    """SPEC §6 through replay: generic and exact registration, refusal, work at registration, deregister."""
+    out = replay_factory([
+        act(1_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+        cmd(2_000, "REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r1"),
+        cmd(2_000, "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)", qmgr="PLEX1", command_id="r2"),
+        cmd(2_000, "REGISTER INTEREST QUEUE(2PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r3"),
+        act(3_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
+        act(4_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+        act(4_500, "PUT", queue="1PAYNEW", qmgr="PLEX1"),
+        cmd(5_000, "DEREGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="d1"),
+        act(6_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
+        act(7_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+    ], Config.model_validate({"job": {"queue_buckets": 3}}))
+    notes = [(n["client"], n["queue"], n["ts"] - T0) for n in of(out, topics.NOTIFY)]
+    assert sorted(notes) == sorted([
+        ("IMSA", "1PAYTRAN", 2_000), ("IMSB", "1PAYTRAN", 2_000),   # work already there at registration
+        ("IMSA", "1PAYTRAN", 4_000), ("IMSB", "1PAYTRAN", 4_000),   # empty -> non-empty
+        ("IMSB", "1PAYNEW", 4_500),                                 # generic: a queue first seen later
+        ("IMSB", "1PAYTRAN", 7_000)])                               # IMSA deregistered
+    replies = {r["command_id"]: r for r in of(out, topics.REPLIES)}
+    assert replies["r1"]["ok"] and replies["r2"]["ok"] and replies["d1"]["ok"]
+    assert replies["r3"]["ok"] is False and "staging" in replies["r3"]["message"]

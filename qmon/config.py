@@ -127,6 +127,7 @@ class MonitorConfig(_Model):
     dedup_window: str = "10 minutes"
     dedup_max: int = Field(256, ge=1, le=1_000_000)
     queue_ttl: str = "7 days"
+    journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
 
     @field_validator("perfmev", mode="before")
     @classmethod
@@ -235,6 +236,7 @@ class Config(_Model):
             queue_defaults=tuple(QueueDefaults(q.pattern, q.attrs()) for q in self.queues),
             dedup_window_ms=duration_ms(self.monitor.dedup_window),
             dedup_max=self.monitor.dedup_max,
+            journal_near_pct=self.monitor.journal_near_pct,
         )
 
 

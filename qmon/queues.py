@@ -39,6 +39,7 @@ from qmon.alerts import iso as _iso
 from qmon.alerts import plural as _plural
 from qmon.ids import event_id
 from qmon.interest import Registry, work_available
+from qmon.journals import JournalMonitor, JournalStatus
 from qmon.interest import matches as _interest_match
 from qmon.mqsc import Command, canonical
 from qmon.reasons import (
@@ -132,6 +133,7 @@ class MonitorSettings:
     queue_defaults: tuple[QueueDefaults, ...] = ()
     dedup_window_ms: int = 10 * 60 * 1000
     dedup_max: int = 256
+    journal_near_pct: int = 90
 
     def attrs_for(self, queue: str) -> dict[str, Any]:
         attrs = dict(MQ_DEFAULTS)
@@ -168,6 +170,11 @@ class QueueMonitor:
             return []
         return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source))
                 for c in self.interest.clients_for(queue)]
+
+    def on_journal(self, status: JournalStatus) -> list[Emit]:
+        """Journal receiver status of this queue manager (SPEC §8)."""
+        journals = JournalMonitor(self.qmgr, self.state.setdefault("journals", {}), self.settings.journal_near_pct)
+        return [Emit(*e) for e in journals.on_status(status)]
 
     @property
     def perfmev(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from qmon.journals import JournalStatus
 from qmon.mqsc import MqscError, parse_command, split_script
 from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor
 from qmon.structures import Op, StructureMonitor, StructureSettings
@@ -34,7 +35,12 @@ def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
         mon = monitors.get(qmgr)
         if mon is None:
             mon = monitors[qmgr] = QueueMonitor(qmgr, settings)
-        if "command" in rec:
+        if "journal" in rec:
+            j = rec["journal"]
+            out.extend(mon.on_journal(JournalStatus(
+                str(rec.get("event_id") or seq), qmgr, ts, j["library"], j["attached"], int(j["size_kb"]),
+                int(j["threshold_kb"]), tuple(j["receivers"]))))
+        elif "command" in rec:
             try:
                 cmd = parse_command(split_script(rec["command"])[0])
             except (MqscError, IndexError):

@@ -2,6 +2,7 @@
 
 ACTIVITY = "qmon.activity"
 CONTROL = "qmon.control"
+JOURNAL = "qmon.journal"
 PERFORMANCE = "qmon.events.performance"
 STRUCTURE = "qmon.events.structure"
 OVERFLOW = "qmon.events.overflow"
@@ -9,13 +10,14 @@ NOTIFY = "qmon.events.notify"
 REPLIES = "qmon.control.replies"
 DLQ = "qmon.dlq"
 
-INPUTS = (ACTIVITY, CONTROL)
+INPUTS = (ACTIVITY, CONTROL, JOURNAL)
 OUTPUTS = (PERFORMANCE, STRUCTURE, OVERFLOW, NOTIFY, REPLIES, DLQ)
 
 #: The Avro record (schema file in avro/) carried by each topic.
 RECORD_OF = {
     ACTIVITY: "QueueActivity",
     CONTROL: "ControlCommand",
+    JOURNAL: "JournalStatus",
     PERFORMANCE: "PerformanceEvent",
     STRUCTURE: "StructureAlert",
     OVERFLOW: "OverflowCandidates",

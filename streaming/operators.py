@@ -14,6 +14,7 @@ behind it and dropped.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import pickle
@@ -26,6 +27,7 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from connectors import avro
 from qmon import topics
+from qmon.journals import JournalStatus
 from qmon.mqsc import MqscError, parse_command, split_script
 from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_reply
 from qmon.structures import Op as StructureOp
@@ -114,6 +116,10 @@ class QueueProcessor(StatefulProcessor):
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(*cols):
             if kind == "A":
                 out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
+            elif kind == "J":
+                j = json.loads(text)
+                out = mon.on_journal(JournalStatus(eid, qmgr, ts, j["library"], j["attached"], int(j["size_kb"]),
+                                                   int(j["threshold_kb"]), tuple(j["receivers"])))
             else:
                 out = self._command(mon, text, ts, eid, bool(reply))
             emits.extend((seq, ts, e) for e in out)

@@ -151,6 +151,28 @@ def decode_control(raw: DataFrame, names: dict[str, str]) -> DataFrame:
     return df
 
 
+def decode_journal(raw: DataFrame, names: dict[str, str]) -> DataFrame:
+    from qmon.journals import RECEIVER_PATTERN
+
+    df = _decode(raw.where(F.col("topic") == names[topics.JOURNAL]), "JournalStatus")
+    checks = [
+        (F.col("r").isNull(), "QMON_UNDECODABLE",
+         F.lit("the value is not a JournalStatus Avro record (plain or Confluent wire format)")),
+        (F.length("r.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
+        *_name_checks("qmgr", "qmgr"),
+        (F.length("r.library") == 0, "QMON_MISSING_FIELD", F.lit("library is empty")),
+        (F.length("r.library") > 10, "QMON_INVALID_FIELD", F.lit("library is longer than 10 characters (an IBM i name)")),
+        _ts_check(),
+        (~F.col("r.attached").rlike(RECEIVER_PATTERN), "QMON_INVALID_FIELD",
+         F.concat(F.lit("attached receiver "), F.col("r.attached"),
+                  F.lit(" is not a journal receiver name AMQArnnnnn (AMQ, a letter, a restore digit, 5 digits)"))),
+        (F.col("r.size_kb") < 0, "QMON_INVALID_FIELD", F.lit("size_kb is negative")),
+        (F.col("r.threshold_kb") <= 0, "QMON_INVALID_FIELD", F.lit("threshold_kb must be positive")),
+    ]
+    name, error = _reason(checks)
+    return df.withColumn("dlq_reason", name).withColumn("dlq_error", error)
+
+
 def dead_letters(df: DataFrame, record: str, names: dict[str, str]) -> DataFrame:
     """DeadLetter records for the rows of ``df`` that carry a ``dlq_reason``."""
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
@@ -201,7 +223,7 @@ def invalid_command_replies(ctl: DataFrame, names: dict[str, str]) -> DataFrame:
     )
 
 
-def route(act: DataFrame, ctl: DataFrame, buckets: int) -> DataFrame:
+def route(act: DataFrame, ctl: DataFrame, buckets: int, jrn: DataFrame | None = None) -> DataFrame:
     good_act = act.where(F.col("dlq_reason").isNull()).select(
         F.col("r.qmgr").alias("qmgr"),
         F.pmod(F.xxhash64(F.col("r.queue")), F.lit(buckets)).cast("int").alias("bucket"),
@@ -245,7 +267,33 @@ def route(act: DataFrame, ctl: DataFrame, buckets: int) -> DataFrame:
         F.col("offset").alias("src_offset"),
         F.col("timestamp").alias("clock"),
     )
-    return good_act.unionByName(good_ctl)
+    routed = good_act.unionByName(good_ctl)
+    if jrn is not None:
+        payload = F.to_json(F.struct(F.col("r.library").alias("library"), F.col("r.attached").alias("attached"),
+                                     F.col("r.size_kb").alias("size_kb"),
+                                     F.col("r.threshold_kb").alias("threshold_kb"),
+                                     F.col("r.receivers").alias("receivers")))
+        good_jrn = jrn.where(F.col("dlq_reason").isNull()).select(
+            F.col("r.qmgr").alias("qmgr"),
+            F.pmod(F.xxhash64(F.col("r.library")), F.lit(buckets)).cast("int").alias("bucket"),
+            F.lit("J").alias("kind"),
+            F.col("r.event_id").alias("event_id"),
+            F.col("r.library").alias("queue"),
+            F.lit(None).cast("string").alias("op"),
+            F.unix_millis("r.ts").alias("ts"),
+            F.lit(None).cast("long").alias("depth_after"),
+            F.lit(None).cast("long").alias("msg_bytes"),
+            F.lit(None).cast("string").alias("structure"),
+            F.lit(None).cast("long").alias("reason"),
+            payload.alias("text"),
+            F.lit(False).alias("reply"),
+            F.lit(1).alias("rank"),
+            F.col("partition").cast("long").alias("src_partition"),
+            F.col("offset").alias("src_offset"),
+            F.col("timestamp").alias("clock"),
+        )
+        routed = routed.unionByName(good_jrn)
+    return routed
 
 
 def structure_rows(act: DataFrame) -> DataFrame:
@@ -278,7 +326,8 @@ def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, 
     raw = raw.withWatermark("timestamp", watermark_delay)
     act = decode_activity(raw, names)
     ctl = decode_control(raw, names)
-    routed = route(act, ctl, buckets)
+    jrn = decode_journal(raw, names)
+    routed = route(act, ctl, buckets, jrn)
     events = routed.groupBy("qmgr", "bucket").transformWithStateInPandas(
         statefulProcessor=QueueProcessor(settings, ttl_ms),
         outputStructType=OUTPUT_SCHEMA,
@@ -299,5 +348,6 @@ def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, 
         events
         .unionByName(dead_letters(act, "QueueActivity", names))
         .unionByName(dead_letters(ctl, "ControlCommand", names))
+        .unionByName(dead_letters(jrn, "JournalStatus", names))
         .unionByName(invalid_command_replies(ctl, names))
     )

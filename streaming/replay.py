@@ -96,9 +96,22 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
                       "qmgr": obj["qmgr"], "text": obj["command"], "user": obj.get("user")}
             key = str(obj["qmgr"])
         elif "journal" in obj:
-            dead.append(_dead("QMON_UNKNOWN_RECORD", "journal status is not read by this version of qmon",
-                              line_no, raw, last_ts, topics.ACTIVITY, "JournalStatus"))
-            continue
+            topic, fmt = topics.JOURNAL, "JournalStatus"
+            j = obj["journal"]
+            missing = [k for k in ("ts", "qmgr") if obj.get(k) is None]
+            if not isinstance(j, dict):
+                missing.append("journal (an object)")
+            else:
+                missing += [f"journal.{k}" for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")
+                            if j.get(k) is None]
+            if missing:
+                dead.append(_dead("QMON_MISSING_FIELD", f"journal status needs {', '.join(missing)}", line_no, raw,
+                                  last_ts, topic, fmt))
+                continue
+            record = {"event_id": str(obj.get("event_id") or f"{source}:{line_no}"), "qmgr": obj["qmgr"],
+                      "ts": obj["ts"], **{k: j[k] for k in ("library", "attached", "size_kb", "threshold_kb",
+                                                           "receivers")}}
+            key = f"{obj['qmgr']}/{j['library']}"
         elif "op" in obj or "queue" in obj:
             topic, fmt = topics.ACTIVITY, "QueueActivity"
             missing = [k for k in _ACTIVITY_REQUIRED if obj.get(k) is None]

@@ -227,3 +227,21 @@ def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, ka
     notes = sorted((r["client"], ms(r["ts"]) - T0, r["depth"]) for t, r in out if t == topics.NOTIFY)
     assert notes == [("IMSA", 1_000, 1), ("IMSA", 5_000, 1), ("IMSB", 1_000, 1), ("IMSB", 5_000, 1)]
     assert sorted(r["ok"] for t, r in out if t == topics.REPLIES) == [True, True]
+
+
+def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
+    """SPEC §8 through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on qmon.events.structure."""
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    status = {"event_id": "j1", "qmgr": "PAYQM", "ts": T0, "library": "QMPAYLIB", "attached": "AMQA099999",
+              "size_kb": 10, "threshold_kb": 100_000, "receivers": ["AMQA099999", "AMQA000000"]}
+    bad = {**status, "event_id": "j2", "attached": "AMQZ12"}
+    produce_rows(kafka_bootstrap, [(topics.physical(topics.JOURNAL, prefix), b"PAYQM/QMPAYLIB",
+                                    avro.encode("JournalStatus", r)) for r in (status, bad)])
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    alerts = [r for t, r in out if t == topics.STRUCTURE]
+    assert [(a["type"], a["state"]) for a in alerts] == [("SWITCH_BLOCKED", "FIRING")]  # 099999 wraps to 000000
+    assert "CPI70E3" in alerts[0]["message"]
+    dead = [r for t, r in out if t == topics.DLQ]
+    assert len(dead) == 1 and dead[0]["reason_name"] == "QMON_INVALID_FIELD" and dead[0]["format"] == "JournalStatus"

@@ -134,6 +134,42 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_dlq_handler(args: argparse.Namespace) -> int:
+    from qmon.dlqrules import RulesError, parse_rules
+
+    path = Path(args.rules)
+    try:
+        table = parse_rules(path.read_text(), source=str(path))
+    except OSError as exc:
+        print(f"qmon dlq-handler: cannot read the rules table {path}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except RulesError as exc:
+        print(str(exc), file=sys.stderr)
+        print("The rules table is not valid; the DLQ handler does not start.", file=sys.stderr)
+        return 1
+    if args.check:
+        c = table.control
+        wait = {True: "YES", False: "NO"}.get(c.wait, str(c.wait)) if isinstance(c.wait, bool) else str(c.wait)
+        print(f"{path}: valid. Control data: INPUTQ({c.inputq or '<the DLQ topic>'}) RETRYINT({c.retryint}) "
+              f"WAIT({wait})")
+        for n, rule in enumerate(table.rules, start=1):
+            print(f"  rule {n} (line {rule.line}): {rule.describe()}")
+        if not table.rules or table.rules[-1].patterns:
+            print("  note: the last rule is not a catch-all (action only); records no rule handles stay on "
+                  "the DLQ (IGNORE). Seed 002 recommends a final ACTION(FWD) FWDQ(...) HEADER(YES).")
+        return 0
+    from connectors.dlqhandler import Handler
+
+    config = _config(args)
+    bootstrap = _bootstrap(args, config)
+    handler = Handler(bootstrap, table, prefix=config.kafka.topic_prefix, security=config.kafka.security)
+    try:
+        handler.run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     from connectors.clients import consume
     from connectors.avro import to_jsonable
@@ -234,6 +270,12 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a record")
     sp.add_argument("--max", type=int, default=0, help="stop after this many records")
     sp.set_defaults(func=cmd_tail)
+
+    sp = sub.add_parser("dlq-handler", help="work qmon.dlq down with an IBM MQ style rules table")
+    common(sp)
+    sp.add_argument("--rules", required=True, help="the rules table (runmqdlq syntax; see config/dlq.rules)")
+    sp.add_argument("--check", action="store_true", help="validate and print the rules, then exit (0 valid, 1 not)")
+    sp.set_defaults(func=cmd_dlq_handler)
 
     sp = sub.add_parser("demo", help="local broker + sample workload + the job, events shown live")
     sp.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")

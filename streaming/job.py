@@ -24,7 +24,9 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     reader = (spark.readStream.format("kafka").options(**kafka)
               .option("subscribe", ",".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS))
               .option("startingOffsets", config.job.starting_offsets)
-              .option("includeHeaders", "false"))
+              .option("includeHeaders", "false")
+              # records of aborted transactions (a DLQ handler killed mid-batch) are never read
+              .option("kafka.isolation.level", "read_committed"))
     if config.job.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
     raw = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")

@@ -125,3 +125,43 @@ def wait_for_replies(bootstrap: str, command_ids: list[str], *, timeout: float =
     for _ in consume(bootstrap, [topics.REPLIES], timeout=timeout, security=security, stop=done, prefix=prefix):
         pass
     return replies
+
+
+def produce_paced(bootstrap: str, items: Iterable[Any], *, duration: float | None, stop: Any = None,
+                  security: KafkaSecurity | None = None, prefix: str = "qmon",
+                  progress: Callable[[float, int], None] | None = None) -> int:
+    """Produce simulator items (``qmon.simulator.Item``) in real time: each when the wall clock reaches
+    its event time.  Ends after ``duration`` seconds or when ``stop`` is set; returns the count."""
+    p = producer(bootstrap, security)
+    t_start = time.monotonic()
+    first_ts: int | None = None
+    count = 0
+    last_progress = t_start
+    try:
+        for item in items:
+            if first_ts is None:
+                first_ts = item.ts
+            due = t_start + (item.ts - first_ts) / 1000.0
+            while True:
+                now = time.monotonic()
+                if (stop is not None and stop.is_set()) or (duration is not None and now - t_start >= duration):
+                    return count
+                if now >= due:
+                    break
+                p.poll(0)
+                time.sleep(min(0.05, due - now))
+            value = item.value if isinstance(item.value, bytes) else avro.encode(
+                topics.RECORD_OF[item.topic], item.value)
+            while True:
+                try:
+                    p.produce(topics.physical(item.topic, prefix), key=item.key, value=value)
+                    break
+                except BufferError:
+                    p.poll(0.1)
+            count += 1
+            if progress is not None and time.monotonic() - last_progress >= 1.0:
+                last_progress = time.monotonic()
+                progress(last_progress - t_start, count)
+        return count
+    finally:
+        p.flush(30)

@@ -170,6 +170,41 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    import time as _time
+
+    from connectors.clients import produce_paced, send_commands
+    from connectors.kafka import ensure_topics
+    from qmon.simulator import SETUP_MQSC, Simulator
+
+    config = _config(args)
+    bootstrap = _bootstrap(args, config)
+    prefix = config.kafka.topic_prefix
+    ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix)
+    t0 = int(_time.time() * 1000)
+    if not args.no_setup:
+        for qmgr, commands in SETUP_MQSC.items():
+            send_commands(bootstrap, qmgr, commands, user="simulate", security=config.kafka.security, ts=t0 - 1,
+                          prefix=prefix)
+    sim = Simulator(seed=args.seed, rate=args.rate, t0=t0)
+    tty = sys.stderr.isatty()
+
+    def progress(elapsed: float, n: int) -> None:
+        text = (f"simulate: {elapsed:5.0f} s  {n:>8} records  {n / max(elapsed, 1e-9):7.0f}/s  "
+                f"puts {sim.stats.get('PUT', 0)}  gets {sim.stats.get('GET', 0)}  "
+                f"malformed {sim.stats.get('malformed', 0)}")
+        print(("\r" + text) if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    try:
+        n = produce_paced(bootstrap, sim.items(), duration=args.duration, security=config.kafka.security,
+                          prefix=prefix, progress=progress)
+    except KeyboardInterrupt:
+        n = sim.seq
+    print(f"\nsimulate: produced {n} records to {topics.physical(topics.ACTIVITY, prefix)} (seed {args.seed}); "
+          f"{sim.stats}", file=sys.stderr)
+    return 0
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     from connectors.clients import consume
     from connectors.avro import to_jsonable
@@ -208,7 +243,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from qmon.demo import demo
 
-    return demo(duration=args.duration, workdir=args.dir)
+    return demo(duration=args.duration, workdir=args.dir, rate=args.rate, seed=args.seed)
 
 
 # ---------------------------------------------------------------- parser
@@ -271,6 +306,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--max", type=int, default=0, help="stop after this many records")
     sp.set_defaults(func=cmd_tail)
 
+    sp = sub.add_parser("simulate", help="produce a realistic MQ and IMS workload in real time")
+    common(sp)
+    sp.add_argument("--rate", type=float, default=200.0, help="records per second (default 200)")
+    sp.add_argument("--duration", type=float, default=None, help="seconds to run (default: until Ctrl-C)")
+    sp.add_argument("--seed", type=int, default=1, help="the same seed gives the same records")
+    sp.add_argument("--no-setup", action="store_true", help="do not send the setup MQSC (PERFMEV, QSVCINT)")
+    sp.set_defaults(func=cmd_simulate)
+
     sp = sub.add_parser("dlq-handler", help="work qmon.dlq down with an IBM MQ style rules table")
     common(sp)
     sp.add_argument("--rules", required=True, help="the rules table (runmqdlq syntax; see config/dlq.rules)")
@@ -278,8 +321,11 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_dlq_handler)
 
     sp = sub.add_parser("demo", help="local broker + sample workload + the job, events shown live")
-    sp.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
-    sp.add_argument("--dir", help="working directory (default: a new temporary directory)")
+    sp.add_argument("--duration", type=float, default=None,
+                    help="stop by itself this many seconds after the workload starts, and print a summary")
+    sp.add_argument("--dir", help="working directory (default: a new temporary directory, removed at the end)")
+    sp.add_argument("--rate", type=float, default=100.0, help="simulator records per second (default 100)")
+    sp.add_argument("--seed", type=int, default=1)
     sp.set_defaults(func=cmd_demo)
     return p
 

@@ -1,8 +1,13 @@
-"""``qmon demo``: a local broker, a small live workload, the job, and the events as they come.
+"""``qmon demo``: a local broker, the job, the workload simulator, and a live view.
 
-The workload (``demo_workload``) is deterministic in shape and runs in real time:
-a consumer that keeps up, then stalls and recovers (QSVCINT_HIGH, QUEUE_STALLED,
-QSVCINT_OK), a queue nobody serves, and one malformed record (a dead letter).
+Everything runs in this one process: the Kafka broker (a child JVM), the Spark job
+(local[2]), the simulator (a thread) and the view (the main thread).  Ctrl-C, or the
+end of ``--duration``, stops them in reverse order and leaves nothing running.
+
+The view (on a terminal) redraws once a second: structure usage bars against
+OVFLWMAX and the full threshold, the queues worth watching with their depth and
+service state, and the latest events and alerts.  Without a terminal it prints one
+line per output record.  Either way it ends with a summary of counts per type.
 """
 
 from __future__ import annotations
@@ -11,53 +16,94 @@ import collections
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 
 
-def demo_workload(start_ms: int) -> Iterator[tuple[float, dict[str, Any] | bytes]]:
-    """(seconds after start, activity record or raw bytes) in time order."""
-    t = 0.0
-    depth = 0
-    seq = 0
+class View:
+    """What the live view shows, updated from the simulator's records and the output topics."""
 
-    def act(queue: str, op: str, at: float) -> dict[str, Any]:
-        nonlocal seq
-        seq += 1
-        return {"event_id": f"demo-{seq}", "qmgr": "QM1", "queue": queue, "op": op,
-                "ts": start_ms + int(at * 1000), "depth_after": None, "msg_bytes": 1000, "structure": None,
-                "reason": None}
+    def __init__(self, structures: Any):
+        from qmon.structures import StructureMonitor
 
-    yield 0.5, act("DEMO.UNSERVED", "PUT", 0.5)
-    # 0-6 s: the consumer keeps up; 6-10 s: it stops; 10-14 s: it catches up.
-    while t < 16.0:
-        yield t, act("PAYROLL.REQUEST", "PUT", t)
-        depth += 1
-        if t < 6.0 or t >= 10.0:
-            while depth > 0:
-                yield t + 0.05, act("PAYROLL.REQUEST", "GET", t + 0.05)
-                depth -= 1
-        t += 0.25
-    yield 8.0, b"\x07not an avro record"
+        self.lock = threading.Lock()
+        self.settings = structures
+        self.mirror = {d.strname: StructureMonitor(d.strname, structures) for d in structures.structures}
+        self.service: dict[str, str] = {}
+        self.latest: collections.deque[str] = collections.deque(maxlen=12)
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.depth: dict[tuple[str, str], int] = {}
+
+    def on_item(self, item: Any) -> None:
+        from qmon.structures import Op
+
+        rec = item.value
+        if isinstance(rec, bytes):
+            return
+        with self.lock:
+            key = (rec["qmgr"], rec["queue"])
+            self.depth[key] = self.depth.get(key, 0) + (1 if rec["op"] == "PUT" else -1)
+            mon = self.mirror.get(rec.get("structure") or "")
+            if mon is not None:
+                mon.on_activity(Op(rec["event_id"], rec["qmgr"], rec["queue"], rec["op"], rec["ts"],
+                                   rec.get("msg_bytes")))
+
+    def on_output(self, topic: str, record: dict[str, Any], text: str) -> None:
+        from qmon import topics
+
+        with self.lock:
+            self.counts[str(record.get("type") or ("DEAD_LETTER" if topic == topics.DLQ else
+                                                   "OVERFLOW_CANDIDATES" if topic == topics.OVERFLOW else
+                                                   "WORK_AVAILABLE" if topic == topics.NOTIFY else topic))] += 1
+            if topic == topics.PERFORMANCE:
+                self.service[f"{record['qmgr']}/{record['queue']}"] = record["type"]
+            elif topic == topics.STRUCTURE and record.get("type") == "QUEUE_STALLED":
+                self.service[f"{record['qmgr']}/{record['queue']}"] = f"STALLED {record['state']}"
+            self.latest.append(text)
+
+    def render(self, elapsed: float) -> str:
+        with self.lock:
+            out = [f"\033[2J\033[Hqmon demo — {elapsed:4.0f} s   (Ctrl-C stops; events also on `qmon tail`)", ""]
+            out.append("Structures (usage of the primary; | = OVFLWMAX, ! = full threshold)")
+            for name, mon in self.mirror.items():
+                d = mon.d
+                assert d is not None
+                width = 50
+                used = min(width, int(mon.usage() / 100 * width))
+                bar = ["#"] * used + ["."] * (width - used)
+                bar[min(width - 1, int(d.ovflwmax / 100 * width))] = "|"
+                bar[min(width - 1, int(d.fullthreshold / 100 * width))] = "!"
+                mode = " OVERFLOW" if mon.state["mode"] else ""
+                out.append(f"  {name:<6} [{''.join(bar)}] {mon.usage():5.1f}% of {mon.state['size_kb']} KB{mode}")
+            out.append("")
+            out.append("Queues with service-interval events (depth, last event)")
+            watched = sorted(self.service)[:8]
+            for q in watched:
+                qm, name = q.split("/", 1)
+                out.append(f"  {q:<28} depth {self.depth.get((qm, name), 0):>5}   {self.service[q]}")
+            out.append("")
+            out.append("Latest events and alerts")
+            out.extend(f"  {line}" for line in self.latest)
+            return "\n".join(out)
 
 
-def demo(duration: float | None = None, workdir: str | None = None) -> int:
-    from connectors import avro
+def demo(duration: float | None = None, workdir: str | None = None, rate: float = 100.0, seed: int = 1) -> int:
     from connectors.broker import LocalKafka
-    from connectors.clients import consume, produce_rows, send_commands, wait_for_replies
+    from connectors.clients import consume, produce_paced, send_commands, wait_for_replies
     from connectors.kafka import ensure_topics
     from qmon import topics
     from qmon.config import load_config
     from qmon.mqsc import split_script
     from qmon.render import line
+    from qmon.simulator import Simulator
     from streaming.job import start_query
     from streaming.spark import session
 
@@ -65,73 +111,83 @@ def demo(duration: float | None = None, workdir: str | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     config = load_config(CONFIG_DIR / "demo.yaml")
     broker = LocalKafka(workdir=base / "kafka")
-    counts: collections.Counter[str] = collections.Counter()
+    view = View(config.structure_settings())
     stop = threading.Event()
+    tty = sys.stdout.isatty()
     query = None
     spark = None
+    producer_thread = None
+    t_start = time.monotonic()
     try:
         print(f"qmon demo: starting a local Kafka broker (working directory {base})", flush=True)
         broker.start()
         bootstrap = broker.bootstrap
         ensure_topics(bootstrap, config.kafka.partitions)
-        print(f"qmon demo: broker on {bootstrap}; starting the job (Spark, first start takes a while)", flush=True)
+        print(f"qmon demo: broker on {bootstrap}; starting the qmon job (Spark; the first start takes a while)",
+              flush=True)
         spark = session(config.job.master, "qmon-demo", shuffle_partitions=config.job.shuffle_partitions)
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))
+        t0 = int(time.time() * 1000)
         commands = split_script((CONFIG_DIR / "demo.mqsc").read_text())
-        ids = send_commands(bootstrap, "QM1", commands, user="demo", ts=int(time.time() * 1000) - 1000)
-        replies = wait_for_replies(bootstrap, ids, timeout=180)
+        ids = send_commands(bootstrap, "QM1", commands, user="demo", ts=t0 - 1)
+        replies = wait_for_replies(bootstrap, ids, timeout=240)
         for cid, text in zip(ids, commands):
             r = replies.get(cid)
-            print(f"  mqsc> {text}\n        {r['message'] if r else 'no reply'}", flush=True)
-        print("qmon demo: workload running; events and alerts follow (Ctrl-C stops)", flush=True)
+            print(f"  mqsc> {text}\n        {r['message'] if r else 'no reply (is the job running?)'}", flush=True)
+        sim = Simulator(seed=seed, rate=rate, t0=int(time.time() * 1000))
+        print(f"qmon demo: simulator running at {rate:.0f} records/s (seed {seed}); events follow", flush=True)
 
-        start_ms = int(time.time() * 1000)
-        t0 = time.monotonic()
+        def items() -> Any:
+            for item in sim.items():
+                view.on_item(item)
+                yield item
 
         def produce() -> None:
-            items = sorted(demo_workload(start_ms), key=lambda x: x[0])
-            for at, item in items:
-                while not stop.is_set() and time.monotonic() - t0 < at:
-                    time.sleep(0.02)
-                if stop.is_set():
-                    return
-                if isinstance(item, bytes):
-                    produce_rows(bootstrap, [(topics.ACTIVITY, b"QM1/DEMO", item)])
-                else:
-                    item["ts"] = int(time.time() * 1000)
-                    produce_rows(bootstrap, [(topics.ACTIVITY, f"QM1/{item['queue']}".encode(),
-                                              avro.encode("QueueActivity", item))])
-            # Keep the event-time clock moving while the system is otherwise quiet (stall timers).
-            while not stop.is_set():
-                send_commands(bootstrap, "QM1", ["PING QMGR"], user="demo-heartbeat")
-                stop.wait(2.0)
+            produce_paced(bootstrap, items(), duration=None, stop=stop)
+            # Keep event time moving while inputs are quiet, so timers (stall, overflow scan) fire.
 
-        threading.Thread(target=produce, daemon=True).start()
-        end = None if duration is None else t0 + duration
-        for topic, record, _ in consume(bootstrap, [t for t in topics.OUTPUTS if t != topics.REPLIES],
-                                        from_beginning=True, timeout=duration):
-            counts[str(record.get("type") or record.get("reason_name") or topic)] += 1
-            print(line(topic, record, colour=os.isatty(1)), flush=True)
-            if end is not None and time.monotonic() > end:
+        def heartbeat() -> None:
+            while not stop.wait(2.0):
+                send_commands(bootstrap, "QM1", ["PING QMGR"], user="demo-heartbeat")
+
+        producer_thread = threading.Thread(target=produce, name="simulator", daemon=True)
+        producer_thread.start()
+        threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
+        t_work = time.monotonic()
+        last_draw = 0.0
+        wanted = [t for t in topics.OUTPUTS if t != topics.REPLIES]
+        for topic, record, _ in consume(bootstrap, wanted, from_beginning=True, timeout=duration, idle=None):
+            text = line(topic, record, colour=tty)
+            view.on_output(topic, record, text)
+            now = time.monotonic()
+            if tty:
+                if now - last_draw >= 1.0:
+                    last_draw = now
+                    print(view.render(now - t_work), flush=True)
+            else:
+                print(text, flush=True)
+            if query.exception() is not None:
+                print(f"qmon demo: the job failed: {query.exception()}", file=sys.stderr)
                 break
     except KeyboardInterrupt:
         print("\nqmon demo: stopping", flush=True)
     finally:
         stop.set()
+        if producer_thread is not None:
+            producer_thread.join(timeout=10)
         if query is not None:
             try:
                 query.stop()
             except Exception:  # noqa: BLE001
                 pass
         if spark is not None:
-            spark.stop()
+            from streaming.spark import shutdown
+
+            shutdown(spark)
         broker.stop()
         if workdir is None:
             shutil.rmtree(base, ignore_errors=True)
-    print("qmon demo summary:")
-    for name, n in sorted(counts.items()):
-        print(f"  {name:<24} {n}")
+    print(f"qmon demo summary ({time.monotonic() - t_start:.0f} s):")
+    for name, n in sorted(view.counts.items()):
+        print(f"  {name:<26} {n}")
     return 0
-
-
-__all__ = ["demo", "demo_workload", "uuid"]

@@ -62,3 +62,26 @@ def session(master: str = "local[*]", app_name: str = "qmon", shuffle_partitions
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def shutdown(spark: Any, timeout: float = 30.0) -> None:
+    """Stop the session and wait for Spark's JVM to exit, so nothing is left running."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+    if proc is not None:
+        try:
+            proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
+            proc.wait(timeout=timeout)
+        except Exception:  # noqa: BLE001
+            proc.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None

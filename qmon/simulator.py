@@ -1,0 +1,155 @@
+"""A realistic, deterministic workload for qmon (``qmon simulate``, ``qmon demo``).  Pure.
+
+For a given seed and rate the sequence of records is always the same; only ``t0``
+(the event time of the first record) anchors it to a clock.  What it contains:
+
+* two IBM MQ queue managers (QM1, QM2) with ~80 application queues each, steady
+  puts and gets, and now and then a burst of 20 puts to one queue;
+* QM1's ``PAYROLL.REQUEST``: a consumer that keeps up, stops for ``slow`` seconds
+  in every cycle while puts continue (QSVCINT_HIGH, QUEUE_STALLED), then catches up
+  (QSVCINT_OK);
+* two IMS systems (IMSA, IMSB) sharing the CF list structures MSGQ1 and MSGQ2,
+  with IMS queue-type names (1 transaction ready, 5 LTERM ready): in the first part
+  of each cycle puts outpace gets, so MSGQ1 fills until it is altered and goes into
+  overflow, then drains; ~3% of IMS messages are long (split to staging queues);
+* now and then a malformed record (random bytes) that qmon must dead-letter.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Iterator, NamedTuple
+
+from qmon import topics
+
+MQ_QMGRS = ("QM1", "QM2")
+IMS_SYSTEMS = ("IMSA", "IMSB")
+PAYROLL = ("QM1", "PAYROLL.REQUEST")
+
+
+class Item(NamedTuple):
+    ts: int  # event time, epoch ms
+    topic: str  # logical topic
+    key: bytes
+    value: dict[str, Any] | bytes  # a record, or raw bytes (malformed)
+
+
+@dataclass
+class Simulator:
+    seed: int = 1
+    rate: float = 200.0  # records per second of event time
+    t0: int = 1_700_000_000_000
+    cycle_s: float = 40.0  # one fill/drain and slow/recover cycle
+    slow_from_s: float = 8.0  # PAYROLL.REQUEST's consumer stops ...
+    slow_s: float = 6.0  # ... for this long
+    fill_s: float = 20.0  # IMS puts outpace gets in the first part of each cycle
+    malformed_every: int = 700
+    mq_queues: int = 80
+    ims_queues: int = 120
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.depth: dict[tuple[str, str], int] = {}
+        self.sizes: dict[tuple[str, str], list[int]] = {}
+        self.seq = 0
+        self.mq = [(qm, f"APP.Q{i:03d}") for qm in MQ_QMGRS for i in range(self.mq_queues)]
+        self.mq += [(qm, "ORDERS.IN") for qm in MQ_QMGRS]
+        self.ims1 = [f"1TRAN{i:03d}" for i in range(self.ims_queues)] + [f"5LTERM{i:03d}" for i in range(40)]
+        self.ims2 = [f"1BATCH{i:02d}" for i in range(30)]
+
+    # ---------------------------------------------------------- records
+
+    def _act(self, ts: int, qmgr: str, queue: str, op: str, nbytes: int | None = None,
+             structure: str | None = None) -> Item:
+        self.seq += 1
+        key = (qmgr if structure is None else structure, queue)
+        if op == "PUT":
+            self.depth[key] = self.depth.get(key, 0) + 1
+            self.sizes.setdefault(key, []).append(nbytes or 0)
+        else:
+            self.depth[key] -= 1
+            sizes = self.sizes[key]
+            nbytes = sizes.pop(0)
+        self.stats[op] = self.stats.get(op, 0) + 1
+        rec = {"event_id": f"sim{self.seed}-{self.seq}", "qmgr": qmgr, "queue": queue, "op": op, "ts": ts,
+               "depth_after": None, "msg_bytes": nbytes, "structure": structure, "reason": None}
+        return Item(ts, topics.ACTIVITY, f"{qmgr}/{queue}".encode(), rec)
+
+    def _size(self, long_ok: bool) -> int:
+        if long_ok and self.rng.random() < 0.03:
+            return self.rng.randint(5_000, 12_000)
+        return self.rng.choice([200, 400, 700, 1_000, 1_500, 2_500])
+
+    def _ims(self, ts: int, filling: bool) -> Item:
+        structure, names = ("MSGQ1", self.ims1) if self.rng.random() < 0.8 else ("MSGQ2", self.ims2)
+        system = self.rng.choice(IMS_SYSTEMS)
+        put_p = 0.78 if filling else 0.2
+        if self.rng.random() < put_p:
+            # the busiest queues get most of the work, so overflow has clear candidates
+            if self.rng.random() < 0.7:
+                queue = names[min(len(names) - 1, int(self.rng.expovariate(1 / 12)))]
+            else:
+                queue = self.rng.choice(names)
+            return self._act(ts, system, queue, "PUT", self._size(queue.startswith("1")), structure)
+        full = [q for q in names if self.depth.get((structure, q), 0) > 0]
+        if not full:
+            queue = self.rng.choice(names)
+            return self._act(ts, system, queue, "PUT", self._size(False), structure)
+        return self._act(ts, system, self.rng.choice(full[:20]), "GET", None, structure)
+
+    def _mq(self, ts: int) -> list[Item]:
+        qmgr, queue = self.rng.choice(self.mq)
+        if self.rng.random() < 0.02:
+            self.stats["bursts"] = self.stats.get("bursts", 0) + 1
+            return [self._act(ts, qmgr, queue, "PUT", 300) for _ in range(20)]
+        if self.depth.get((qmgr, queue), 0) > 0 and self.rng.random() < 0.55:
+            return [self._act(ts, qmgr, queue, "GET")]
+        return [self._act(ts, qmgr, queue, "PUT", self._size(False))]
+
+    def _payroll(self, ts: int, phase: float) -> list[Item]:
+        qmgr, queue = PAYROLL
+        out = [self._act(ts, qmgr, queue, "PUT", 800)]
+        slow = self.slow_from_s <= phase < self.slow_from_s + self.slow_s
+        if not slow:
+            while self.depth.get(PAYROLL, 0) > 0:
+                out.append(self._act(ts, qmgr, queue, "GET"))
+        return out
+
+    def items(self) -> Iterator[Item]:
+        """The endless stream, in event-time order."""
+        step = 1000.0 / self.rate
+        i = 0
+        next_payroll = 0.0
+        while True:
+            t_ms = i * step
+            ts = self.t0 + int(t_ms)
+            phase = (t_ms / 1000.0) % self.cycle_s
+            i += 1
+            if t_ms >= next_payroll:
+                next_payroll += 500.0
+                yield from self._payroll(ts, phase)
+            if self.malformed_every and i % self.malformed_every == 0:
+                self.stats["malformed"] = self.stats.get("malformed", 0) + 1
+                yield Item(ts, topics.ACTIVITY, b"sim/malformed", bytes(self.rng.getrandbits(8) for _ in range(24)))
+                continue
+            if self.rng.random() < 0.5:
+                yield self._ims(ts, phase < self.fill_s)
+            else:
+                yield from self._mq(ts)
+
+    def take(self, n: int) -> list[Item]:
+        out = []
+        for item in self.items():
+            out.append(item)
+            if len(out) >= n:
+                break
+        return out
+
+
+#: The MQSC a demo or simulation applies first (also in config/demo.mqsc).
+SETUP_MQSC = {
+    "QM1": ["ALTER QMGR PERFMEV(ENABLED)",
+            "ALTER QLOCAL('PAYROLL.REQUEST') QSVCINT(2000) QSVCIEV(HIGH)"],
+}

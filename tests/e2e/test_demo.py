@@ -1,0 +1,43 @@
+"""``qmon demo --duration`` end to end in a subprocess: real broker, real job, the simulator."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--duration", "45",
+                             "--dir", str(tmp_path / "demo")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    summary = out[out.index("qmon demo summary"):]
+    counts = {line.split()[0]: int(line.split()[1]) for line in summary.splitlines()[1:] if line.strip()}
+    assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, summary
+    assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, summary
+    assert counts.get("DEAD_LETTER", 0) >= 1, summary
+    assert "mqsc> ALTER QMGR PERFMEV(ENABLED)" in out
+    # nothing left running: the broker JVM, Spark's JVM and Python workers were all in the demo's session
+    deadline = time.monotonic() + 15  # exited processes may take a moment to be reaped
+    while time.monotonic() < deadline:
+        left = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)], capture_output=True,
+                              text=True).stdout.strip()
+        if not [p for p in left.splitlines() if " Z" not in p[:12]]:
+            break
+        time.sleep(0.5)
+    assert not [p for p in left.splitlines() if " Z" not in p[:12]], left

@@ -158,8 +158,9 @@ def _name(keyword: str, value: str | None, quoted: bool, *, generic_ok: bool = F
 
 
 def _int(keyword: str, value: str | None, lo: int, hi: int, unit: str = "") -> int:
+    of_unit = f" of{unit}" if unit else ""
     if value is None or not re.fullmatch(r"\d+", value.strip()):
-        raise MqscError(keyword, f"{keyword}({value or ''}): expected a whole number{unit} from {lo} to {hi}")
+        raise MqscError(keyword, f"{keyword}({value or ''}): expected a whole number{of_unit} from {lo} to {hi}")
     number = int(value)
     if not lo <= number <= hi:
         raise MqscError(keyword, f"{keyword}({number}): out of range, expected {lo} to {hi}{unit}")

@@ -34,7 +34,7 @@ format: setup ## ruff format
 	$(VENV)/bin/python -m pip install --quiet ruff && $(VENV)/bin/ruff format qmon streaming connectors tests
 
 bench: setup ## benchmarks (figures printed, nothing asserted)
-	$(PY) benchmarks/queue_operator.py
+	$(PY) benchmarks/throughput.py
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)
 	rm -rf $(VENV) .pytest_cache *.egg-info

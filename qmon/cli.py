@@ -46,6 +46,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not Path(args.input).exists():
         print(f"qmon replay: {args.input}: no such file", file=sys.stderr)
         return 2
+    if args.master:
+        config = config.model_copy(update={"job": config.job.model_copy(update={"master": args.master})})
     n = replay_file(args.input, config, args.output)
     if args.output:
         print(f"qmon replay: {n} records written to {args.output}", file=sys.stderr)
@@ -273,6 +275,7 @@ def parser() -> argparse.ArgumentParser:
     common(sp, bootstrap=False)
     sp.add_argument("input")
     sp.add_argument("--output", help="write the output records here (JSONL); default standard output")
+    sp.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
     sp.set_defaults(func=cmd_replay)
 
     sp = sub.add_parser("kafka", help="a local Apache Kafka broker (KRaft) on loopback")

@@ -228,7 +228,8 @@ class Config(_Model):
         else:
             exit_ = OverflowExit(rules=tuple(ExitRule(r.queue, r.decision) for r in self.overflow_exit or ()))
         return StructureSettings(tuple(s.definition() for s in self.structures), exit_,
-                                 dedup_window_ms=duration_ms(self.monitor.dedup_window))
+                                 dedup_window_ms=duration_ms(self.monitor.dedup_window),
+                                 dedup_max=self.monitor.dedup_max)
 
     def monitor_settings(self) -> MonitorSettings:
         return MonitorSettings(

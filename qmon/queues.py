@@ -42,6 +42,7 @@ from qmon.interest import Registry, work_available
 from qmon.journals import JournalMonitor, JournalStatus
 from qmon.interest import matches as _interest_match
 from qmon.mqsc import Command, canonical
+from qmon.structures import evict_oldest
 from qmon.reasons import (
     MQRC_Q_DEPTH_HIGH,
     MQRC_Q_DEPTH_LOW,
@@ -225,12 +226,7 @@ class QueueMonitor:
         if rec.event_id in recent:
             return True
         recent[rec.event_id] = rec.ts
-        if len(recent) > self.settings.dedup_max:
-            horizon = rec.ts - self.settings.dedup_window_ms
-            for k in [k for k, t in recent.items() if t < horizon]:
-                del recent[k]
-            while len(recent) > self.settings.dedup_max:
-                del recent[next(iter(recent))]
+        evict_oldest(recent, rec.ts - self.settings.dedup_window_ms, self.settings.dedup_max)
         return False
 
     # ------------------------------------------------------------ activity

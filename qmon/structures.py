@@ -136,7 +136,7 @@ class StructureSettings:
     structures: tuple[StructureDef, ...] = ()
     overflow_exit: OverflowExit = field(default_factory=OverflowExit)
     dedup_window_ms: int = 10 * 60 * 1000
-    dedup_max: int = 4096
+    dedup_max: int = 256  # per queue, as the queue monitor
 
     def get(self, strname: str) -> StructureDef | None:
         for s in self.structures:
@@ -162,6 +162,16 @@ class Emit(NamedTuple):
     topic: str
     key: str
     record: dict[str, Any]
+
+
+def evict_oldest(recent: dict[str, int], horizon: int, keep: int) -> None:
+    """Drop ids older than ``horizon`` or beyond ``keep`` from an insertion-ordered dict (oldest first)."""
+    while recent:
+        first = next(iter(recent))
+        if len(recent) > keep or recent[first] < horizon:
+            del recent[first]
+        else:
+            break
 
 
 def _pct(used: int, capacity: int) -> float:
@@ -218,17 +228,14 @@ class StructureMonitor:
     # ---------------------------------------------------------- input
 
     def _duplicate(self, rec: Op) -> bool:
-        recent = self.state["recent"]
-        key = f"{rec.qmgr}\x1f{rec.event_id}"
+        """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
+        q = self._q(rec.queue)
+        recent = q.setdefault("recent", {})
+        key = rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
         if key in recent:
             return True
         recent[key] = rec.ts
-        horizon = rec.ts - self.settings.dedup_window_ms
-        if len(recent) > self.settings.dedup_max or next(iter(recent.values())) < horizon:
-            for k in [k for k, t in recent.items() if t < horizon]:
-                del recent[k]
-            while len(recent) > self.settings.dedup_max:
-                del recent[next(iter(recent))]
+        evict_oldest(recent, rec.ts - self.settings.dedup_window_ms, self.settings.dedup_max)
         return False
 
     def on_activity(self, rec: Op) -> list[Emit]:

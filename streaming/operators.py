@@ -104,8 +104,19 @@ class QueueProcessor(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         qmgr = key[0]
-        mon = self._load(qmgr)
         pdf = sorted_input(rows)
+        passing = pdf["kind"].values == "P"
+        if passing.any():
+            # dead letters and invalid-command replies, encoded upstream: passed through untouched
+            p = pdf[passing]
+            yield pd.DataFrame({"topic": p["out_topic"].values, "key": p["out_key"].values,
+                                "value": p["out_value"].values, "order_ts": p["ts"].astype("int64").values,
+                                "order_seq": p["src_offset"].astype("int64").values,
+                                "order_idx": p["rank"].astype("int32").values})
+            pdf = pdf[~passing]
+            if pdf.empty:
+                return
+        mon = self._load(qmgr)
         emits: list[tuple[int, int, Emit]] = []
         cols = (pdf["kind"].tolist(), pdf["event_id"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
                 pdf["ts"].astype("int64").tolist(), _opt_int(pdf["depth_after"].tolist()),

@@ -8,19 +8,21 @@ file it encodes into the same rows.  Both therefore run the same operators.
 
 Steps:
 
-1. Decode.  The Confluent 5-byte header is stripped when present, then
-   ``from_avro`` (PERMISSIVE: a bad record yields null, never a failed batch).
-2. Validate in SQL; every record that fails becomes a DeadLetter (SPEC §7)
-   carrying its original key and value bytes.  Commands are parsed (MQSC);
-   an invalid one gets an error reply *and* a dead letter.
-3. Route.  Activity goes to shard ``(qmgr, pmod(xxhash64(queue), buckets))``;
-   a command that names one queue goes to that queue's shard, one that
-   concerns the whole queue manager (ALTER QMGR, generic names) to every
-   shard of the queue manager, and only shard 0 replies.
-4. The per-queue operator (``streaming.operators.QueueProcessor``) applies
-   ``qmon.queues`` in (ts, arrival) order and encodes its outputs.
-5. In parallel, the per-structure operator (``StructureProcessor``, key: structure)
-   applies ``qmon.structures`` to the activity that names a structure.
+1. Decode, in one pass over the input.  The Confluent 5-byte header is stripped when
+   present, then ``from_avro`` (PERMISSIVE: a bad record yields null, never a failed batch)
+   with the record of the topic it was read from.
+2. Validate in SQL; every record that fails becomes a DeadLetter (SPEC §7) carrying its
+   original key and value bytes.  Commands are parsed (MQSC); an invalid one gets an error
+   reply *and* a dead letter.
+3. Route.  Activity goes to shard ``(qmgr, pmod(xxhash64(queue), buckets))``; a command that
+   names one queue to that queue's shard, one that concerns the whole queue manager (ALTER
+   QMGR, generic names) to every shard of it, and only shard 0 replies; journal status to the
+   shard of its library.  Dead letters and error replies ride along (kind P) and are passed
+   through by the operator, so the input is read once for them all.
+4. The per-queue operator (``streaming.operators.QueueProcessor``) applies ``qmon.queues``
+   (and ``qmon.interest``, ``qmon.journals``) in (ts, arrival) order and encodes its outputs.
+5. In parallel, the per-structure operator (``StructureProcessor``, key: structure) applies
+   ``qmon.structures`` to the activity that names a structure (a second read of the input).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ logger = logging.getLogger(__name__)
 
 #: The columns the per-queue operator receives.
 ROUTED_COLUMNS = ["qmgr", "bucket", "kind", "event_id", "queue", "op", "ts", "depth_after", "msg_bytes",
-                  "structure", "reason", "text", "reply", "rank", "src_partition", "src_offset", "clock"]
+                  "structure", "reason", "text", "reply", "rank", "src_partition", "src_offset", "clock",
+                  "out_topic", "out_key", "out_value"]
 
 OUTPUT_SCHEMA = "topic string, key string, value binary, order_ts long, order_seq long, order_idx int"
 
@@ -66,8 +69,8 @@ def _reason(cases: list[tuple[Column, str, Column]]) -> tuple[Column, Column]:
     return name, error
 
 
-def _name_checks(col: str, label: str) -> list[tuple[Column, str, Column]]:
-    c = F.col(f"r.{col}")
+def _name_checks(col: str, label: str, rec: str = "r") -> list[tuple[Column, str, Column]]:
+    c = F.col(f"{rec}.{col}")
     return [
         (c.isNull() | (F.length(c) == 0), "QMON_MISSING_FIELD", F.lit(f"{label} is empty")),
         (F.length(c) > _MAX_NAME, "QMON_INVALID_FIELD",
@@ -81,24 +84,6 @@ def _ts_check(col: str = "r.ts") -> tuple[Column, str, Column]:
             F.concat(F.lit("ts "), ms.cast("string"), F.lit(" ms is outside 1970-01-01..9999-12-31")))
 
 
-def _decode(df: DataFrame, record: str) -> DataFrame:
-    """Column ``r``: the decoded record, or null when the value is not one.
-
-    ``from_avro`` ignores bytes left over after a record, so random bytes can decode into
-    garbage; re-encoding the record must give back exactly as many bytes as the body held.
-    """
-    schema = schema_text(record)
-    df = df.withColumn("_body", _body(F.col("value")))
-    df = df.withColumn("r", from_avro(F.col("_body"), schema, {"mode": "PERMISSIVE"}))
-    # PERMISSIVE yields a struct of nulls (not a null struct) for bytes that do not decode:
-    # a real record never has a null in a field its schema declares non-null.
-    decoded = F.col("r").isNotNull()
-    for field in _required_fields(record):
-        decoded = decoded & F.col(f"r.{field}").isNotNull()
-    whole = F.length(to_avro(F.col("r"), schema)) == F.length(F.col("_body"))
-    return df.withColumn("r", F.when(decoded, F.when(whole, F.col("r")))).drop("_body")
-
-
 def _required_fields(record: str) -> list[str]:
     import json
 
@@ -108,83 +93,125 @@ def _required_fields(record: str) -> list[str]:
     return [f["name"] for f in json.loads(schema_text(record))["fields"] if not nullable(f["type"])]
 
 
-def decode_activity(raw: DataFrame, names: dict[str, str]) -> DataFrame:
-    df = _decode(raw.where(F.col("topic") == names[topics.ACTIVITY]), "QueueActivity")
-    checks = [
-        (F.col("r").isNull(), "QMON_UNDECODABLE",
+def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
+    """Column ``col``: the value decoded as ``record`` when it was read from ``topic``, else null.
+
+    PERMISSIVE yields a struct of nulls (not a null struct) for bytes that do not decode, and
+    ``from_avro`` ignores bytes left over after a record (random bytes can decode into garbage):
+    a real record has no null in a non-null field and re-encodes to exactly its own length.
+    """
+    schema = schema_text(record)
+    mine = F.col("topic") == topic
+    df = df.withColumn(col, from_avro(F.when(mine, F.col("_body")), schema, {"mode": "PERMISSIVE"}))
+    decoded = mine & F.col(col).isNotNull()
+    for field in _required_fields(record):
+        decoded = decoded & F.col(f"{col}.{field}").isNotNull()
+    whole = F.length(to_avro(F.col(col), schema)) == F.length(F.col("_body"))
+    return df.withColumn(col, F.when(decoded, F.when(whole, F.col(col))))
+
+
+def _activity_checks(r: str = "ra") -> list[tuple[Column, str, Column]]:
+    return [
+        (F.col(r).isNull(), "QMON_UNDECODABLE",
          F.lit("the value is not a QueueActivity Avro record (plain or Confluent wire format)")),
-        (F.col("r.event_id").isNull() | (F.length("r.event_id") == 0), "QMON_MISSING_FIELD", F.lit("event_id is empty")),
-        *_name_checks("qmgr", "qmgr"),
-        *_name_checks("queue", "queue"),
-        _ts_check(),
-        (F.col("r.depth_after") < 0, "QMON_INVALID_FIELD",
-         F.concat(F.lit("depth_after is negative ("), F.col("r.depth_after").cast("string"), F.lit(")"))),
-        (F.col("r.msg_bytes") < 0, "QMON_INVALID_FIELD",
-         F.concat(F.lit("msg_bytes is negative ("), F.col("r.msg_bytes").cast("string"), F.lit(")"))),
-        (F.length("r.structure") > 16, "QMON_INVALID_FIELD",
+        (F.length(f"{r}.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
+        *_name_checks("qmgr", "qmgr", r),
+        *_name_checks("queue", "queue", r),
+        _ts_check(f"{r}.ts"),
+        (F.col(f"{r}.depth_after") < 0, "QMON_INVALID_FIELD",
+         F.concat(F.lit("depth_after is negative ("), F.col(f"{r}.depth_after").cast("string"), F.lit(")"))),
+        (F.col(f"{r}.msg_bytes") < 0, "QMON_INVALID_FIELD",
+         F.concat(F.lit("msg_bytes is negative ("), F.col(f"{r}.msg_bytes").cast("string"), F.lit(")"))),
+        (F.length(f"{r}.structure") > 16, "QMON_INVALID_FIELD",
          F.lit("structure is longer than 16 characters (a CF structure name is 1-16)")),
     ]
-    name, error = _reason(checks)
-    return df.withColumn("dlq_reason", name).withColumn("dlq_error", error)
 
 
-def decode_control(raw: DataFrame, names: dict[str, str]) -> DataFrame:
-    from streaming.udfs import parse_mqsc
-
-    df = _decode(raw.where(F.col("topic") == names[topics.CONTROL]), "ControlCommand")
-    checks = [
-        (F.col("r").isNull(), "QMON_UNDECODABLE",
+def _control_checks(r: str = "rc") -> list[tuple[Column, str, Column]]:
+    return [
+        (F.col(r).isNull(), "QMON_UNDECODABLE",
          F.lit("the value is not a ControlCommand Avro record (plain or Confluent wire format)")),
-        (F.col("r.command_id").isNull() | (F.length("r.command_id") == 0), "QMON_MISSING_FIELD",
-         F.lit("command_id is empty")),
-        *_name_checks("qmgr", "qmgr"),
-        _ts_check(),
+        (F.length(f"{r}.command_id") == 0, "QMON_MISSING_FIELD", F.lit("command_id is empty")),
+        *_name_checks("qmgr", "qmgr", r),
+        _ts_check(f"{r}.ts"),
     ]
-    name, error = _reason(checks)
-    df = df.withColumn("dlq_reason", name).withColumn("dlq_error", error)
-    # Parse only records that passed the checks (a Python UDF; commands are few).
-    parsed = F.when(F.col("dlq_reason").isNull(), parse_mqsc(F.col("r.text")))
-    df = df.withColumn("p", parsed)
-    df = df.withColumn("cmd_invalid", F.col("dlq_reason").isNull() & ~F.col("p.ok"))
-    df = df.withColumn("dlq_reason", F.when(F.col("cmd_invalid"), F.lit("QMON_INVALID_COMMAND")).otherwise(F.col("dlq_reason")))
-    df = df.withColumn("dlq_error", F.when(F.col("cmd_invalid"), F.col("p.error")).otherwise(F.col("dlq_error")))
-    return df
 
 
-def decode_journal(raw: DataFrame, names: dict[str, str]) -> DataFrame:
+def _journal_checks(r: str = "rj") -> list[tuple[Column, str, Column]]:
     from qmon.journals import RECEIVER_PATTERN
 
-    df = _decode(raw.where(F.col("topic") == names[topics.JOURNAL]), "JournalStatus")
-    checks = [
-        (F.col("r").isNull(), "QMON_UNDECODABLE",
+    return [
+        (F.col(r).isNull(), "QMON_UNDECODABLE",
          F.lit("the value is not a JournalStatus Avro record (plain or Confluent wire format)")),
-        (F.length("r.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
-        *_name_checks("qmgr", "qmgr"),
-        (F.length("r.library") == 0, "QMON_MISSING_FIELD", F.lit("library is empty")),
-        (F.length("r.library") > 10, "QMON_INVALID_FIELD", F.lit("library is longer than 10 characters (an IBM i name)")),
-        _ts_check(),
-        (~F.col("r.attached").rlike(RECEIVER_PATTERN), "QMON_INVALID_FIELD",
-         F.concat(F.lit("attached receiver "), F.col("r.attached"),
+        (F.length(f"{r}.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
+        *_name_checks("qmgr", "qmgr", r),
+        (F.length(f"{r}.library") == 0, "QMON_MISSING_FIELD", F.lit("library is empty")),
+        (F.length(f"{r}.library") > 10, "QMON_INVALID_FIELD",
+         F.lit("library is longer than 10 characters (an IBM i name)")),
+        _ts_check(f"{r}.ts"),
+        (~F.col(f"{r}.attached").rlike(RECEIVER_PATTERN), "QMON_INVALID_FIELD",
+         F.concat(F.lit("attached receiver "), F.col(f"{r}.attached"),
                   F.lit(" is not a journal receiver name AMQArnnnnn (AMQ, a letter, a restore digit, 5 digits)"))),
-        (F.col("r.size_kb") < 0, "QMON_INVALID_FIELD", F.lit("size_kb is negative")),
-        (F.col("r.threshold_kb") <= 0, "QMON_INVALID_FIELD", F.lit("threshold_kb must be positive")),
+        (F.col(f"{r}.size_kb") < 0, "QMON_INVALID_FIELD", F.lit("size_kb is negative")),
+        (F.col(f"{r}.threshold_kb") <= 0, "QMON_INVALID_FIELD", F.lit("threshold_kb must be positive")),
     ]
-    name, error = _reason(checks)
-    return df.withColumn("dlq_reason", name).withColumn("dlq_error", error)
 
 
-def dead_letters(df: DataFrame, record: str, names: dict[str, str]) -> DataFrame:
-    """DeadLetter records for the rows of ``df`` that carry a ``dlq_reason``."""
-    reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
-    bad = df.where(F.col("dlq_reason").isNotNull())
-    eid = F.sha2(F.concat_ws("\x1f", F.lit("dlq"), F.col("topic"), F.col("partition").cast("string"),
-                             F.col("offset").cast("string")), 256).substr(1, 32)
+def decode(raw: DataFrame, names: dict[str, str]) -> DataFrame:
+    """Every input record decoded in one pass: columns ra / rc / rj (the record of its topic),
+    ``dlq_reason`` / ``dlq_error`` (null when valid), ``format``, and ``p`` (a command's parse)."""
+    from streaming.udfs import parse_mqsc
+
+    df = raw.withColumn("_body", _body(F.col("value")))
+    df = _decoded(df, "ra", "QueueActivity", names[topics.ACTIVITY])
+    df = _decoded(df, "rc", "ControlCommand", names[topics.CONTROL])
+    df = _decoded(df, "rj", "JournalStatus", names[topics.JOURNAL]).drop("_body")
+    topic = F.col("topic")
+    a_name, a_err = _reason(_activity_checks())
+    c_name, c_err = _reason(_control_checks())
+    j_name, j_err = _reason(_journal_checks())
+    df = df.withColumn("dlq_reason", F.when(topic == names[topics.ACTIVITY], a_name)
+                       .when(topic == names[topics.CONTROL], c_name).otherwise(j_name))
+    df = df.withColumn("dlq_error", F.when(topic == names[topics.ACTIVITY], a_err)
+                       .when(topic == names[topics.CONTROL], c_err).otherwise(j_err))
+    df = df.withColumn("format", F.when(topic == names[topics.ACTIVITY], F.lit("QueueActivity"))
+                       .when(topic == names[topics.CONTROL], F.lit("ControlCommand")).otherwise(F.lit("JournalStatus")))
+    # Parse only commands that passed the checks (a pandas UDF; commands are few).
+    is_cmd = (topic == names[topics.CONTROL]) & F.col("dlq_reason").isNull()
+    df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
+    df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
+    df = df.withColumn("dlq_reason", F.when(F.col("cmd_invalid"), F.lit("QMON_INVALID_COMMAND"))
+                       .otherwise(F.col("dlq_reason")))
+    return df.withColumn("dlq_error", F.when(F.col("cmd_invalid"), F.col("p.error")).otherwise(F.col("dlq_error")))
+
+
+_ROUTED_TYPES = {
+    "qmgr": "string", "bucket": "int", "kind": "string", "event_id": "string", "queue": "string", "op": "string",
+    "ts": "long", "depth_after": "long", "msg_bytes": "long", "structure": "string", "reason": "long",
+    "text": "string", "reply": "boolean", "rank": "int", "src_partition": "long", "src_offset": "long",
+    "clock": "timestamp", "out_topic": "string", "out_key": "string", "out_value": "binary",
+}
+
+
+def _routed(**cols: Column) -> Column:
+    """One routed row as a struct with every field of ROUTED_COLUMNS, in order and typed."""
+    common = {"src_partition": F.col("partition").cast("long"), "src_offset": F.col("offset").cast("long"),
+              "clock": F.col("timestamp")}
+    fields = []
+    for name, typ in _ROUTED_TYPES.items():
+        value = cols.get(name, common.get(name, F.lit(None)))
+        fields.append(value.cast(typ).alias(name))
+    return F.struct(*fields)
+
+
+def _dead_letter_value(reason_code: Column) -> Column:
     dl = F.struct(
-        eid.alias("event_id"),
-        reason_code[F.col("dlq_reason")].alias("reason"),
+        F.sha2(F.concat_ws("\x1f", F.lit("dlq"), F.col("topic"), F.col("partition").cast("string"),
+                           F.col("offset").cast("string")), 256).substr(1, 32).alias("event_id"),
+        reason_code.alias("reason"),
         F.col("dlq_reason").alias("reason_name"),
         F.col("topic").alias("dest_topic"),
-        F.lit(record).alias("format"),
+        F.col("format").alias("format"),
         F.lit("qmon").alias("put_appl_name"),
         F.col("timestamp").alias("put_time"),
         F.col("partition").cast("int").alias("partition"),
@@ -193,120 +220,70 @@ def dead_letters(df: DataFrame, record: str, names: dict[str, str]) -> DataFrame
         F.col("key").alias("key"),
         F.col("value").alias("value"),
     )
-    return bad.select(
-        F.lit(names[topics.DLQ]).alias("topic"),
-        F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")).alias("key"),
-        to_avro(dl, schema_text("DeadLetter")).alias("value"),
-        F.unix_millis("timestamp").alias("order_ts"),
-        F.col("offset").alias("order_seq"),
-        F.lit(0).alias("order_idx"),
-    )
+    return to_avro(dl, schema_text("DeadLetter"))
 
 
-def invalid_command_replies(ctl: DataFrame, names: dict[str, str]) -> DataFrame:
-    bad = ctl.where(F.col("cmd_invalid"))
+def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
+    """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the
+    dead letters and invalid-command replies it passes through (kind P).  One pass over the input."""
+    reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
+    spread = F.pmod(F.col("offset"), F.lit(buckets))
+    dead = _routed(qmgr=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("timestamp"),
+                   rank=F.lit(0), out_topic=F.lit(topics.DLQ),
+                   out_key=F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"),
+                                       F.col("offset").cast("string")),
+                   out_value=_dead_letter_value(reason_code[F.col("dlq_reason")]))
     reply = F.struct(
-        F.sha2(F.concat_ws("\x1f", F.lit("reply"), F.col("r.command_id")), 256).substr(1, 32).alias("event_id"),
-        F.col("r.command_id").alias("command_id"),
-        F.col("r.qmgr").alias("qmgr"),
-        F.col("r.ts").alias("ts"),
+        F.sha2(F.concat_ws("\x1f", F.lit("reply"), F.col("rc.command_id")), 256).substr(1, 32).alias("event_id"),
+        F.col("rc.command_id").alias("command_id"),
+        F.col("rc.qmgr").alias("qmgr"),
+        F.col("rc.ts").alias("ts"),
         F.lit(False).alias("ok"),
         F.col("p.error").alias("message"),
     )
-    return bad.select(
-        F.lit(names[topics.REPLIES]).alias("topic"),
-        F.col("r.command_id").alias("key"),
-        to_avro(reply, schema_text("CommandReply")).alias("value"),
-        F.unix_millis("r.ts").alias("order_ts"),
-        F.col("offset").alias("order_seq"),
-        F.lit(1).alias("order_idx"),
-    )
+    error_reply = _routed(qmgr=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("rc.ts"),
+                          rank=F.lit(1), out_topic=F.lit(topics.REPLIES), out_key=F.col("rc.command_id"),
+                          out_value=to_avro(reply, schema_text("CommandReply")))
+    activity = _routed(
+        qmgr=F.col("ra.qmgr"), bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)), kind=F.lit("A"),
+        event_id=F.col("ra.event_id"), queue=F.col("ra.queue"), op=F.col("ra.op"), ts=F.unix_millis("ra.ts"),
+        depth_after=F.col("ra.depth_after"), msg_bytes=F.col("ra.msg_bytes"), structure=F.col("ra.structure"),
+        reason=F.col("ra.reason"), reply=F.lit(False), rank=F.lit(1))
+
+    def command(bucket: Column, reply_here: Column) -> Column:
+        return _routed(qmgr=F.col("rc.qmgr"), bucket=bucket, kind=F.lit("C"), event_id=F.col("rc.command_id"),
+                       queue=F.col("p.name"), ts=F.unix_millis("rc.ts"), text=F.col("rc.text"), reply=reply_here,
+                       rank=F.lit(0))
+
+    fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
+    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True)))
+    payload = F.to_json(F.struct(F.col("rj.library").alias("library"), F.col("rj.attached").alias("attached"),
+                                 F.col("rj.size_kb").alias("size_kb"),
+                                 F.col("rj.threshold_kb").alias("threshold_kb"),
+                                 F.col("rj.receivers").alias("receivers")))
+    journal = _routed(qmgr=F.col("rj.qmgr"), bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
+                      kind=F.lit("J"), event_id=F.col("rj.event_id"), queue=F.col("rj.library"),
+                      ts=F.unix_millis("rj.ts"), text=payload, reply=F.lit(False), rank=F.lit(1))
+    topic = F.col("topic")
+    rows = (F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
+            .when(F.col("dlq_reason").isNotNull(), F.array(dead))
+            .when(topic == names[topics.ACTIVITY], F.array(activity))
+            .when(topic == names[topics.CONTROL], F.when(F.col("p.scope") == "qmgr", fan_out).otherwise(one))
+            .otherwise(F.array(journal)))
+    return dec.select(F.explode(rows).alias("x")).select("x.*")
 
 
-def route(act: DataFrame, ctl: DataFrame, buckets: int, jrn: DataFrame | None = None) -> DataFrame:
-    good_act = act.where(F.col("dlq_reason").isNull()).select(
-        F.col("r.qmgr").alias("qmgr"),
-        F.pmod(F.xxhash64(F.col("r.queue")), F.lit(buckets)).cast("int").alias("bucket"),
-        F.lit("A").alias("kind"),
-        F.col("r.event_id").alias("event_id"),
-        F.col("r.queue").alias("queue"),
-        F.col("r.op").alias("op"),
-        F.unix_millis("r.ts").alias("ts"),
-        F.col("r.depth_after").alias("depth_after"),
-        F.col("r.msg_bytes").cast("long").alias("msg_bytes"),
-        F.col("r.structure").alias("structure"),
-        F.col("r.reason").cast("long").alias("reason"),
-        F.lit(None).cast("string").alias("text"),
-        F.lit(False).alias("reply"),
-        F.lit(1).alias("rank"),
-        F.col("partition").cast("long").alias("src_partition"),
-        F.col("offset").alias("src_offset"),
-        F.col("timestamp").alias("clock"),
-    )
-    good_ctl = ctl.where(F.col("dlq_reason").isNull())
-    all_buckets = F.sequence(F.lit(0), F.lit(buckets - 1))
-    one_bucket = F.array(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)).cast("int"))
-    good_ctl = good_ctl.withColumn(
-        "bucket", F.explode(F.when(F.col("p.scope") == "qmgr", all_buckets).otherwise(one_bucket)))
-    good_ctl = good_ctl.select(
-        F.col("r.qmgr").alias("qmgr"),
-        F.col("bucket").cast("int").alias("bucket"),
-        F.lit("C").alias("kind"),
-        F.col("r.command_id").alias("event_id"),
-        F.col("p.name").alias("queue"),
-        F.lit(None).cast("string").alias("op"),
-        F.unix_millis("r.ts").alias("ts"),
-        F.lit(None).cast("long").alias("depth_after"),
-        F.lit(None).cast("long").alias("msg_bytes"),
-        F.lit(None).cast("string").alias("structure"),
-        F.lit(None).cast("long").alias("reason"),
-        F.col("r.text").alias("text"),
-        ((F.col("p.scope") != "qmgr") | (F.col("bucket") == 0)).alias("reply"),
-        F.lit(0).alias("rank"),
-        F.col("partition").cast("long").alias("src_partition"),
-        F.col("offset").alias("src_offset"),
-        F.col("timestamp").alias("clock"),
-    )
-    routed = good_act.unionByName(good_ctl)
-    if jrn is not None:
-        payload = F.to_json(F.struct(F.col("r.library").alias("library"), F.col("r.attached").alias("attached"),
-                                     F.col("r.size_kb").alias("size_kb"),
-                                     F.col("r.threshold_kb").alias("threshold_kb"),
-                                     F.col("r.receivers").alias("receivers")))
-        good_jrn = jrn.where(F.col("dlq_reason").isNull()).select(
-            F.col("r.qmgr").alias("qmgr"),
-            F.pmod(F.xxhash64(F.col("r.library")), F.lit(buckets)).cast("int").alias("bucket"),
-            F.lit("J").alias("kind"),
-            F.col("r.event_id").alias("event_id"),
-            F.col("r.library").alias("queue"),
-            F.lit(None).cast("string").alias("op"),
-            F.unix_millis("r.ts").alias("ts"),
-            F.lit(None).cast("long").alias("depth_after"),
-            F.lit(None).cast("long").alias("msg_bytes"),
-            F.lit(None).cast("string").alias("structure"),
-            F.lit(None).cast("long").alias("reason"),
-            payload.alias("text"),
-            F.lit(False).alias("reply"),
-            F.lit(1).alias("rank"),
-            F.col("partition").cast("long").alias("src_partition"),
-            F.col("offset").alias("src_offset"),
-            F.col("timestamp").alias("clock"),
-        )
-        routed = routed.unionByName(good_jrn)
-    return routed
-
-
-def structure_rows(act: DataFrame) -> DataFrame:
+def structure_rows(dec: DataFrame) -> DataFrame:
     """The valid activity that names a structure, for the per-structure operator."""
-    return act.where(F.col("dlq_reason").isNull() & F.col("r.structure").isNotNull()).select(
-        F.col("r.structure").alias("structure"),
-        F.col("r.event_id").alias("event_id"),
-        F.col("r.qmgr").alias("qmgr"),
-        F.col("r.queue").alias("queue"),
-        F.col("r.op").alias("op"),
-        F.unix_millis("r.ts").alias("ts"),
-        F.col("r.msg_bytes").cast("long").alias("msg_bytes"),
-        F.col("r.reason").cast("long").alias("reason"),
+    return dec.where(F.col("dlq_reason").isNull() & F.col("ra.structure").isNotNull()).select(
+        F.col("ra.structure").alias("structure"),
+        F.col("ra.event_id").alias("event_id"),
+        F.col("ra.qmgr").alias("qmgr"),
+        F.col("ra.queue").alias("queue"),
+        F.col("ra.op").alias("op"),
+        F.unix_millis("ra.ts").alias("ts"),
+        F.col("ra.msg_bytes").cast("long").alias("msg_bytes"),
+        F.col("ra.reason").cast("long").alias("reason"),
         F.col("partition").cast("long").alias("src_partition"),
         F.col("offset").alias("src_offset"),
         F.col("timestamp").alias("clock"),
@@ -324,17 +301,15 @@ def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, 
 
     names = topics.physical_map(prefix)
     raw = raw.withWatermark("timestamp", watermark_delay)
-    act = decode_activity(raw, names)
-    ctl = decode_control(raw, names)
-    jrn = decode_journal(raw, names)
-    routed = route(act, ctl, buckets, jrn)
+    dec = decode(raw, names)
+    routed = route(dec, names, buckets)
     events = routed.groupBy("qmgr", "bucket").transformWithStateInPandas(
         statefulProcessor=QueueProcessor(settings, ttl_ms),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
         timeMode="EventTime",
     )
-    structures = structure_rows(act).groupBy("structure").transformWithStateInPandas(
+    structures = structure_rows(dec).groupBy("structure").transformWithStateInPandas(
         statefulProcessor=StructureProcessor(structure_settings or StructureSettings()),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
@@ -344,10 +319,4 @@ def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, 
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])
-    return (
-        events
-        .unionByName(dead_letters(act, "QueueActivity", names))
-        .unionByName(dead_letters(ctl, "ControlCommand", names))
-        .unionByName(dead_letters(jrn, "JournalStatus", names))
-        .unionByName(invalid_command_replies(ctl, names))
-    )
+    return events

@@ -1,0 +1,367 @@
+"""qmon end to end (Kafka -> Spark -> Kafka) against a hand-written Python consumer, on the local broker.
+
+    python benchmarks/throughput.py [--records N] [--queues Q] [--latency --rate R --seconds S] [--cluster]
+
+Prints figures; asserts nothing.  The workload is fixed by a seed: Q queues (default 10,000) over
+2 structures, 70/30 put/get, service-interval events enabled on every queue.  Both qmon and the
+baseline apply qmon's own pure modules, so their outputs must match (same event_ids): the script
+says whether they do.
+
+* throughput (default): produce N records, run the job with Trigger.AvailableNow until it has
+  consumed them, then run the baseline (confluent-kafka consumer -> qmon.queues / qmon.structures
+  -> producer) over the same input.  Prints records/s, output records and peak RSS of the driver
+  JVM and the Python workers, and the ratio qmon / baseline.
+* ``--latency``: produce at R records/s for S seconds while the job runs with a short trigger;
+  prints p50/p95/p99 of (output record's Kafka timestamp - input record's Kafka timestamp).
+* ``--cluster``: also run the job on a Spark standalone cluster (master + 2 workers on loopback)
+  and check its output equals the local run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from connectors import avro  # noqa: E402
+from connectors.broker import LocalKafka  # noqa: E402
+from connectors.kafka import client_config, ensure_topics  # noqa: E402
+from qmon import topics  # noqa: E402
+from qmon.config import Config  # noqa: E402
+
+T0 = 1_700_000_000_000
+
+
+# ---------------------------------------------------------------- workload
+
+
+def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
+    """(key, Avro value) for n activity records, ts strictly increasing."""
+    rng = random.Random(seed)
+    depth = [0] * queues
+    out = []
+    for i in range(n):
+        q = rng.randrange(queues)
+        op = "PUT" if depth[q] == 0 or rng.random() < 0.7 else "GET"
+        depth[q] += 1 if op == "PUT" else -1
+        qmgr = f"QM{q % 4}"
+        rec = {"event_id": f"b{i}", "qmgr": qmgr, "queue": f"Q{q:05d}", "op": op, "ts": T0 + i,
+               "depth_after": None, "msg_bytes": 512 + (q % 7) * 300,
+               "structure": "MSGQ1" if q % 2 else "MSGQ2", "reason": None}
+        out.append((f"{qmgr}/Q{q:05d}".encode(), avro.encode("QueueActivity", rec)))
+    return out
+
+
+def config_for(prefix: str, master: str = "local[2]", trigger: str = "1 second") -> Config:
+    return Config.model_validate({
+        "kafka": {"topic_prefix": prefix, "partitions": 2},
+        "job": {"queue_buckets": 4, "shuffle_partitions": 4, "watermark_delay": "0 seconds", "master": master,
+                "trigger": trigger},
+        "monitor": {"perfmev": "ENABLED"},
+        "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": 20_000}],
+        "structures": [{"strname": "MSGQ1", "size": 400_000, "initsize": 200_000, "ovflwstr": "OVFQ1",
+                        "ovflwsize": 400_000},
+                       {"strname": "MSGQ2", "size": 300_000}],
+    })
+
+
+def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]]) -> float:
+    from confluent_kafka import Producer
+
+    p = Producer(client_config(bootstrap, **{"linger.ms": 20, "batch.num.messages": 10000,
+                                             "queue.buffering.max.messages": 1_000_000}))
+    t = time.perf_counter()
+    for i, (k, v) in enumerate(rows):
+        while True:
+            try:
+                # queue partition by key: one queue's records stay in order in one partition
+                p.produce(topic, key=k, value=v)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 10000 == 0:
+            p.poll(0)
+    p.flush(120)
+    return time.perf_counter() - t
+
+
+def read_all(bootstrap: str, topic_names: list[str], ids_only: bool = True) -> list[Any]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(client_config(bootstrap, **{"group.id": f"bench-{uuid.uuid4()}", "enable.auto.commit": False}))
+    out = []
+    for name in topic_names:
+        md = c.list_topics(name, timeout=10).topics.get(name)
+        if md is None:
+            continue
+        for pid in md.partitions:
+            low, high = c.get_watermark_offsets(TopicPartition(name, pid), timeout=10)
+            if high <= low:
+                continue
+            c.assign([TopicPartition(name, pid, low)])
+            while True:
+                msgs = c.consume(10000, 2.0)
+                for m in msgs:
+                    if m.error():
+                        continue
+                    out.append((name, m.value(), m.timestamp()[1]))
+                if not msgs or msgs[-1].offset() >= high - 1:
+                    break
+    c.close()
+    return out
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _rss_tree(root: int) -> tuple[int, int]:
+    """(JVM RSS, Python workers RSS) in bytes among the descendants of ``root``."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                parts = fh.read().rsplit(")", 1)[1].split()
+            ppid = int(parts[1])
+            with open(f"/proc/{d}/status") as fh:
+                status = fh.read()
+            name = status.split("\n", 1)[0].split()[-1]
+            rss = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS")), 0)
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+        info[int(d)] = (name, rss)
+    jvm = py = 0
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        name, rss = info.get(pid, ("", 0))
+        if name == "java":
+            jvm += rss
+        elif name.startswith("python"):
+            py += rss
+        stack.extend(children.get(pid, []))
+    return jvm, py
+
+
+class PeakMemory:
+    def __init__(self) -> None:
+        self.jvm = self.py = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            jvm, py = _rss_tree(os.getpid())
+            self.jvm, self.py = max(self.jvm, jvm), max(self.py, py)
+
+    def __enter__(self) -> "PeakMemory":
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+# ---------------------------------------------------------------- the hand-written baseline
+
+
+def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float, set[str]]:
+    """confluent-kafka consumer -> qmon's pure modules -> producer, one process; partitions merged by ts."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from qmon.queues import Activity, QueueMonitor
+    from qmon.structures import Op, StructureMonitor
+
+    settings, ssettings = config.monitor_settings(), config.structure_settings()
+    src = topics.physical(topics.ACTIVITY, prefix)
+    out_prefix = prefix + "base"
+    ensure_topics(bootstrap, 2, prefix=out_prefix)
+    c = Consumer(client_config(bootstrap, **{"group.id": f"base-{uuid.uuid4()}", "enable.auto.commit": False,
+                                             "fetch.max.bytes": 50_000_000}))
+    parts = c.list_topics(src, timeout=10).topics[src].partitions
+    c.assign([TopicPartition(src, p, 0) for p in parts])
+    p = Producer(client_config(bootstrap, **{"linger.ms": 20, "queue.buffering.max.messages": 1_000_000}))
+    queues: dict[str, QueueMonitor] = {}
+    structs: dict[str, StructureMonitor] = {}
+    ids: set[str] = set()
+    decoder = avro.decoder("QueueActivity") if hasattr(avro, "decoder") else None
+    t = time.perf_counter()
+    buffers: dict[int, list] = {pid: [] for pid in parts}
+    heap: list = []
+    seen = 0
+
+    def emit(e: Any) -> None:
+        ids.add(e.record["event_id"])
+        value = avro.encode(topics.RECORD_OF[e.topic], e.record)
+        while True:
+            try:
+                p.produce(topics.physical(e.topic, out_prefix), key=e.key.encode(), value=value)
+                return
+            except BufferError:
+                p.poll(0.05)
+
+    pending = {pid: 0 for pid in parts}
+    while seen < n:
+        for m in c.consume(5000, 1.0):
+            if m.error():
+                continue
+            r = decoder(m.value()) if decoder else avro.decode("QueueActivity", m.value())
+            ts = r["ts"] if isinstance(r["ts"], int) else int(r["ts"].timestamp() * 1000)
+            heapq.heappush(heap, (ts, m.partition(), m.offset(), r))
+            pending[m.partition()] += 1
+        # merge partitions by ts: process while every partition has something buffered (or all read)
+        while heap and (all(pending.values()) or seen + len(heap) >= n):
+            ts, pid, off, r = heapq.heappop(heap)
+            pending[pid] -= 1
+            seen += 1
+            qm = r["qmgr"]
+            mon = queues.get(qm) or queues.setdefault(qm, QueueMonitor(qm, settings))
+            for e in mon.on_activity(Activity(r["event_id"], qm, r["queue"], r["op"], ts, r["depth_after"],
+                                              r["msg_bytes"], r["structure"], r["reason"], None, off)):
+                emit(e)
+            if r["structure"]:
+                s = r["structure"]
+                smon = structs.get(s) or structs.setdefault(s, StructureMonitor(s, ssettings))
+                for e in smon.on_activity(Op(r["event_id"], qm, r["queue"], r["op"], ts, r["msg_bytes"],
+                                             r["reason"], None)):
+                    emit(e)
+        p.poll(0)
+    p.flush(120)
+    elapsed = time.perf_counter() - t
+    c.close()
+    return elapsed, ids
+
+
+# ---------------------------------------------------------------- qmon
+
+
+def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path) -> tuple[float, set[str], int]:
+    from streaming.job import run
+
+    t = time.perf_counter()
+    run(config, bootstrap, str(tmp / f"ckpt-{prefix}-{uuid.uuid4().hex[:6]}"), available_now=True, spark=spark)
+    elapsed = time.perf_counter() - t
+    outs = read_all(bootstrap, [topics.physical(x, prefix) for x in topics.OUTPUTS])
+    ids = set()
+    for name, value, _ in outs:
+        logical = next(x for x in topics.OUTPUTS if topics.physical(x, prefix) == name)
+        ids.add(avro.decode(topics.RECORD_OF[logical], value)["event_id"])
+    return elapsed, ids, len(outs)
+
+
+def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path) -> None:
+    from streaming.job import start_query
+
+    prefix = f"lat{uuid.uuid4().hex[:6]}"
+    config = config_for(prefix, trigger="200 ms")
+    ensure_topics(bootstrap, 2, prefix=prefix)
+    query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
+    time.sleep(15)  # let the query start
+    rows = workload(rate * seconds, queues, seed=7)
+    from confluent_kafka import Producer
+
+    p = Producer(client_config(bootstrap, **{"linger.ms": 5}))
+    src = topics.physical(topics.ACTIVITY, prefix)
+    t0 = time.monotonic()
+    for i, (k, v) in enumerate(rows):
+        due = t0 + i / rate
+        while time.monotonic() < due:
+            time.sleep(0.001)
+        p.produce(src, key=k, value=v)
+        if i % 1000 == 0:
+            p.poll(0)
+    p.flush(60)
+    time.sleep(10)
+    query.stop()
+    inputs = {avro.decode("QueueActivity", v)["event_id"]: ts for _, v, ts in read_all(bootstrap, [src])}
+    lat = []
+    for name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
+        rec = avro.decode("PerformanceEvent", value)
+        # a performance event's source is the operation that generated it: same ts in the workload
+        src_ts = inputs.get(f"b{rec['ts'] if isinstance(rec['ts'], int) else int(rec['ts'].timestamp() * 1000) - T0}")
+        if src_ts is not None:
+            lat.append(ts - src_ts)
+    lat.sort()
+    if not lat:
+        print("latency: no performance events matched")
+        return
+    q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]  # noqa: E731
+    print(f"latency at {rate} records/s for {seconds} s: {len(lat)} events; p50 {q(0.5)} ms, p95 {q(0.95)} ms, "
+          f"p99 {q(0.99)} ms (input Kafka timestamp -> output Kafka timestamp)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--queues", type=int, default=10_000)
+    ap.add_argument("--bootstrap", help="an existing cluster (default: start the local broker)")
+    ap.add_argument("--latency", action="store_true")
+    ap.add_argument("--rate", type=int, default=20_000)
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--cluster", action="store_true")
+    args = ap.parse_args()
+
+    from streaming.spark import session
+
+    tmp = Path(tempfile.mkdtemp(prefix="qmon-bench-"))
+    broker = None
+    if args.bootstrap:
+        bootstrap = args.bootstrap
+    else:
+        broker = LocalKafka(workdir=tmp / "kafka").start()
+        bootstrap = broker.bootstrap
+    try:
+        spark = session("local[2]", "qmon-bench", shuffle_partitions=4,
+                        extra={"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
+        if args.latency:
+            latency(spark, bootstrap, args.rate, args.seconds, args.queues, tmp)
+            return 0
+        prefix = f"bench{uuid.uuid4().hex[:6]}"
+        config = config_for(prefix)
+        ensure_topics(bootstrap, 2, prefix=prefix)
+        rows = workload(args.records, args.queues)
+        secs = produce(bootstrap, topics.physical(topics.ACTIVITY, prefix), rows)
+        print(f"workload: {args.records} records, {args.queues} queues, 2 structures, 70/30 put/get; "
+              f"produced in {secs:.1f} s ({args.records / secs:,.0f}/s)")
+        with PeakMemory() as mem:
+            q_secs, q_ids, q_out = run_qmon(spark, bootstrap, prefix, config, tmp)
+        print(f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {args.records / q_secs:,.0f} records/s, "
+              f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
+              f"Python workers {mem.py / 2**20:,.0f} MiB")
+        b_secs, b_ids = baseline(bootstrap, prefix, config, args.records)
+        print(f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
+              f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records")
+        print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
+        print("outputs match (same event_ids)" if q_ids == b_ids else
+              f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline")
+        if args.cluster:
+            from streaming.cluster import LocalSparkCluster
+            from streaming.spark import shutdown
+
+            shutdown(spark)
+            with LocalSparkCluster(tmp / "cluster", workers=2):
+                pass
+            print("cluster mode: see tests/spark/test_cluster.py (output equality on a small input)")
+        return 0
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -161,7 +161,10 @@ def _int(keyword: str, value: str | None, lo: int, hi: int, unit: str = "") -> i
     of_unit = f" of{unit}" if unit else ""
     if value is None or not re.fullmatch(r"\d+", value.strip()):
         raise MqscError(keyword, f"{keyword}({value or ''}): expected a whole number{of_unit} from {lo} to {hi}")
-    number = int(value)
+    digits = value.strip().lstrip("0") or "0"
+    if len(digits) > len(str(hi)):  # never int() a 10,000-digit string
+        raise MqscError(keyword, f"{keyword}({digits[:12]}...): out of range, expected {lo} to {hi}{unit}")
+    number = int(digits)
     if not lo <= number <= hi:
         raise MqscError(keyword, f"{keyword}({number}): out of range, expected {lo} to {hi}{unit}")
     return number

@@ -24,6 +24,8 @@ def parse_text(text: str | None) -> tuple[bool, str | None, str | None, str | No
         cmd = parse_command(commands[0])
     except MqscError as exc:
         return False, f"MQSC error at {exc.keyword or 'the start'}: {exc.message}", None, None
+    except Exception as exc:  # noqa: BLE001 - hostile text must never stop the job
+        return False, f"MQSC: the command cannot be parsed ({type(exc).__name__})", None, None
     return True, None, cmd.scope, cmd.name
 
 

@@ -76,3 +76,14 @@ def test_interest_and_generic_names():
 def test_canonical_echo():
     assert canonical(parse_command("alter qlocal(a) qsvcint(5) qdphiev(enabled)")) == \
         "ALTER QLOCAL('A') QSVCINT(5) QDPHIEV(ENABLED)"
+
+
+def test_a_huge_number_is_an_error_not_a_crash():
+    import pytest as _pytest
+
+    from qmon.mqsc import MqscError, parse_command
+
+    with _pytest.raises(MqscError) as err:
+        parse_command("ALTER QLOCAL(Q1) QSVCINT(" + "9" * 10_000 + ")")
+    assert err.value.keyword == "QSVCINT" and "out of range" in str(err.value)
+    assert parse_command("ALTER QLOCAL(Q1) QSVCINT(000000000000000000000002000)").attrs["QSVCINT"] == 2000

@@ -153,6 +153,7 @@ class LocalKafka:
     listener_protocol: str = "PLAINTEXT"
     jvm_options: list[str] = field(default_factory=list)
     _proc: subprocess.Popen | None = None
+    _controller_port: int = 0
     _owns_workdir: bool = False
 
     @property
@@ -211,7 +212,9 @@ class LocalKafka:
         fresh = not (self.workdir / "data" / "meta.properties").exists()
         if not self.port:
             self.port = free_port()
-        controller_port = free_port()
+        # a restart on the same directory keeps both ports (clients and the KRaft quorum see the same broker)
+        controller_port = self._controller_port or free_port()
+        self._controller_port = controller_port
         config = self._write_config(controller_port)
         java = self._java()
         base = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}",

@@ -136,3 +136,56 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
     perf_got = set(got) & want
     assert want and perf_got == want  # nothing lost
     assert len(got) >= len(set(got))  # duplicates allowed, only as identical event_ids (sets compare ids)
+
+
+def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
+    """Stop the broker for 30 s while the job runs, start it again: the job carries on by itself
+    (or restarts its query with backoff) and every expected event arrives."""
+    from connectors.broker import LocalKafka
+
+    broker = LocalKafka(workdir=tmp_path / "kafka").start()
+    proc = None
+    try:
+        bootstrap = broker.bootstrap
+        prefix = "qmon"
+        ensure_topics(bootstrap, 2, prefix=prefix)
+        cfg = tmp_path / "qmon.yaml"
+        cfg.write_text(json.dumps({"kafka": {"partitions": 2}, "monitor": {"perfmev": "ENABLED"},
+                                   "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
+                                   "job": {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "500 ms",
+                                           "watermark_delay": "0 seconds"}}))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        log = open(tmp_path / "job.log", "w")
+        proc = subprocess.Popen([sys.executable, "-m", "qmon.cli", "run", "--config", str(cfg), "--bootstrap",
+                                 bootstrap, "--checkpoint", str(tmp_path / "ckpt")], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        work = _workload(600)
+        src = topics.physical(topics.ACTIVITY, prefix)
+
+        def send(chunk: list[dict[str, Any]]) -> None:
+            produce_rows(bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r))
+                                     for r in chunk])
+
+        send(work[:300])
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if any(True for _ in consume(bootstrap, [topics.PERFORMANCE], idle=1, timeout=5)):
+                break
+        broker.stop()
+        time.sleep(30)
+        broker.start()
+        send(work[300:])
+        settings = MonitorSettings(perfmev="ENABLED", queue_defaults=Config.model_validate(
+            {"queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]}).monitor_settings().queue_defaults)
+        want = {e.record["event_id"] for e in run_reference(work, settings) if e.topic == topics.PERFORMANCE}
+        got: set[str] = set()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not want <= got:
+            got = {r["event_id"] for t, r, _ in consume(bootstrap, [topics.PERFORMANCE], idle=3, timeout=30)}
+            assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+        assert want <= got, f"{len(want - got)} of {len(want)} events missing"
+    finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        broker.stop()

@@ -39,6 +39,9 @@ def session(master: str = "local[*]", app_name: str = "qmon", shuffle_partitions
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     builder = (

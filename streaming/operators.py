@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
+import time
 import math
 import pickle
 from typing import Any, Iterator
@@ -36,6 +39,10 @@ from qmon.structures import StructureMonitor, StructureSettings
 logger = logging.getLogger(__name__)
 
 OUTPUT_COLUMNS = ["topic", "key", "value", "order_ts", "order_seq", "order_idx"]
+
+#: QMON_PROFILE=1: time spent in the Python side of the operators, printed by each worker at close.
+_PROFILE = os.environ.get("QMON_PROFILE") == "1"
+_PROFILE_TOTALS: dict[str, float] = {}
 
 
 def _ms(series: pd.Series) -> np.ndarray:
@@ -103,7 +110,20 @@ class QueueProcessor(StatefulProcessor):
     # -------------------------------------------------------------- input
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        if _PROFILE:
+            t0 = time.perf_counter()
+            out = list(self._handle(key, rows))
+            _PROFILE_TOTALS["queue"] = _PROFILE_TOTALS.get("queue", 0.0) + time.perf_counter() - t0
+            yield from out
+        else:
+            yield from self._handle(key, rows)
+
+    def _handle(self, key: Any, rows: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         qmgr = key[0]
+        if _PROFILE:
+            t0 = time.perf_counter()
+            rows = iter([pd.concat(list(rows), ignore_index=True)])
+            _PROFILE_TOTALS["queue_read"] = _PROFILE_TOTALS.get("queue_read", 0.0) + time.perf_counter() - t0
         pdf = sorted_input(rows)
         passing = pdf["kind"].values == "P"
         if passing.any():
@@ -159,7 +179,9 @@ class QueueProcessor(StatefulProcessor):
             yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
     def close(self) -> None:
-        pass
+        if _PROFILE:
+            logger.warning("qmon profile (seconds in this Python worker): %s", _PROFILE_TOTALS)
+            print(f"qmon profile: {_PROFILE_TOTALS}", file=sys.stderr, flush=True)
 
 
 class StructureProcessor(StatefulProcessor):

@@ -60,6 +60,20 @@ def _opt_str(values: list[Any]) -> list[str | None]:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
 
 
+def reconcile_timer(handle: StatefulProcessorHandle, timer: Any, wanted: int | None) -> None:
+    """Keep exactly one event-time timer per key, at ``wanted`` (none when None); ``timer`` remembers it."""
+    current = timer.get()[0] if timer.exists() else None
+    if wanted == current:
+        return
+    if current is not None:
+        handle.deleteTimer(current)
+    if wanted is not None:
+        handle.registerTimer(wanted)
+        timer.update((wanted,))
+    else:
+        timer.clear()
+
+
 def encode_emits(emits: list[tuple[int, int, Emit]]) -> pd.DataFrame:
     """(order_seq, order_ts, Emit) -> the operator's output rows, Avro-encoded."""
     rows = []
@@ -96,16 +110,7 @@ class QueueProcessor(StatefulProcessor):
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
         self.shard.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
-        wanted = mon.next_stall_clock()
-        current = self.timer.get()[0] if self.timer.exists() else None
-        if wanted != current:
-            if current is not None:
-                self.handle.deleteTimer(current)
-            if wanted is not None:
-                self.handle.registerTimer(wanted)
-                self.timer.update((wanted,))
-            else:
-                self.timer.clear()
+        reconcile_timer(self.handle, self.timer, mon.next_stall_clock())
 
     # -------------------------------------------------------------- input
 
@@ -202,16 +207,7 @@ class StructureProcessor(StatefulProcessor):
 
     def _save(self, mon: StructureMonitor) -> None:
         self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
-        wanted = mon.next_scan_clock()
-        current = self.timer.get()[0] if self.timer.exists() else None
-        if wanted != current:
-            if current is not None:
-                self.handle.deleteTimer(current)
-            if wanted is not None:
-                self.handle.registerTimer(wanted)
-                self.timer.update((wanted,))
-            else:
-                self.timer.clear()
+        reconcile_timer(self.handle, self.timer, mon.next_scan_clock())
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         mon = self._load(key[0])

@@ -63,13 +63,14 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def config_for(prefix: str, master: str = "local[2]", trigger: str = "1 second") -> Config:
+def config_for(prefix: str, master: str = "local[2]", trigger: str = "1 second", qsvcint: int = 20_000,
+               shuffle: int = 4) -> Config:
     return Config.model_validate({
         "kafka": {"topic_prefix": prefix, "partitions": 2},
-        "job": {"queue_buckets": 4, "shuffle_partitions": 4, "watermark_delay": "0 seconds", "master": master,
+        "job": {"queue_buckets": 4, "shuffle_partitions": shuffle, "watermark_delay": "0 seconds", "master": master,
                 "trigger": trigger},
         "monitor": {"perfmev": "ENABLED"},
-        "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": 20_000}],
+        "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": qsvcint}],
         "structures": [{"strname": "MSGQ1", "size": 400_000, "initsize": 200_000, "ovflwstr": "OVFQ1",
                         "ovflwsize": 400_000},
                        {"strname": "MSGQ2", "size": 300_000}],
@@ -268,7 +269,8 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     from streaming.job import start_query
 
     prefix = f"lat{uuid.uuid4().hex[:6]}"
-    config = config_for(prefix, trigger="200 ms")
+    # events at any rate; one shuffle partition per core: each partition adds fixed cost to every batch
+    config = config_for(prefix, trigger="200 ms", qsvcint=max(50, queues // 10), shuffle=2)
     ensure_topics(bootstrap, 2, prefix=prefix)
     query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
     time.sleep(15)  # let the query start

@@ -20,6 +20,8 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
 
     from streaming.pipeline import build
 
+    # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
+    spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     kafka = spark_options(bootstrap, config.kafka.security)
     reader = (spark.readStream.format("kafka").options(**kafka)
               .option("subscribe", ",".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS))

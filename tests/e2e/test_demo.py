@@ -41,3 +41,40 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
             break
         time.sleep(0.5)
     assert not [p for p in left.splitlines() if " Z" not in p[:12]], left
+
+
+def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
+    """Ctrl-C at a terminal sends SIGINT to the whole foreground process group: the demo stops the
+    simulator, the job, Spark and the broker, prints its summary, and leaves nothing running."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--dir",
+                             str(tmp_path / "demo")], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+    lines = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 300
+        for line in proc.stdout:
+            lines.append(line)
+            if "simulator running" in line or time.monotonic() > deadline:
+                break
+        time.sleep(5)
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out = "".join(lines) + rest
+    assert "qmon demo summary" in out, out[-2000:]
+    deadline = time.monotonic() + 20
+    left = ""
+    while time.monotonic() < deadline:
+        left = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)], capture_output=True,
+                              text=True).stdout.strip()
+        if not [p for p in left.splitlines() if " Z" not in p[:12]]:
+            break
+        time.sleep(0.5)
+    assert not [p for p in left.splitlines() if " Z" not in p[:12]], left
+    # the broker runs in its own session (so a Ctrl-C cannot kill it before the demo stops it): gone too
+    broker = subprocess.run(["pgrep", "-f", str(tmp_path / "demo" / "kafka")], capture_output=True, text=True)
+    assert broker.stdout.strip() == "", broker.stdout

@@ -301,6 +301,40 @@ def _line_of(doc: Any, loc: tuple) -> int | None:
     return line
 
 
+def _with_definitions(path: Path, doc: dict) -> dict:
+    """``structures_from: {cqssg: FILE, cfrm: FILE}``: structures read from a CQSSGxxx member and a
+    CFRM policy (paths relative to the configuration file), added to ``structures:``."""
+    from qmon.cqssg import DefinitionError, merge, parse_cfrm, parse_cqssg
+
+    src = doc.pop("structures_from", None)
+    if src is None:
+        return doc
+    line = doc.get("__lines__", {}).get("structures_from", "?")
+    if not isinstance(src, dict) or set(_strip(src)) != {"cqssg", "cfrm"}:
+        raise ConfigError(f"{path}: line {line}: structures_from: give both cqssg: FILE and cfrm: FILE")
+    texts = {}
+    for key in ("cqssg", "cfrm"):
+        file = (path.parent / str(src[key])).resolve()
+        try:
+            texts[key] = (file, file.read_text())
+        except OSError as exc:
+            raise ConfigError(f"{path}: line {src['__lines__'][key]}: structures_from.{key}: cannot read {file}: "
+                              f"{exc.strerror}") from None
+    try:
+        cqssg = parse_cqssg(texts["cqssg"][1])
+    except DefinitionError as exc:
+        raise ConfigError(f"{texts['cqssg'][0]}: {exc}") from None
+    try:
+        cfrm = parse_cfrm(texts["cfrm"][1])
+        merged = merge(cqssg, cfrm)
+    except DefinitionError as exc:
+        raise ConfigError(f"{texts['cqssg'][0]} / {texts['cfrm'][0]}: {exc}") from None
+    doc = dict(doc)
+    doc["structures"] = _LinedList([*(doc.get("structures") or []), *merged],
+                                   [*getattr(doc.get("structures"), "lines", []), *[line] * len(merged)])
+    return doc
+
+
 def load_config(path: str | Path | None) -> Config:
     """Read and validate a configuration file (None: all defaults)."""
     if path is None:
@@ -321,6 +355,7 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(f"{path}: {where}: not valid YAML: {problem}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: line 1: the file must be a mapping of sections (kafka, job, monitor, queues, ...)")
+    doc = _with_definitions(path, doc)
     try:
         return Config.model_validate(_strip(doc))
     except ValidationError as exc:

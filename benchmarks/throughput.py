@@ -307,6 +307,31 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
           f"p99 {q(0.99)} ms (input Kafka timestamp -> output Kafka timestamp)")
 
 
+def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> None:
+    import json
+    import subprocess
+
+    src = topics.physical(topics.ACTIVITY, prefix)
+    out = f"{prefix}.quix.out"
+    cfg = tmp / "quix-config.json"
+    cfg.write_text(config.model_dump_json())
+    done = subprocess.run([python, str(ROOT / "benchmarks" / "quix_app.py"), bootstrap, src, out, str(n), str(cfg)],
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        print(f"Quix Streams: failed: {done.stderr[-2000:]}")
+        return
+    secs = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+    ids = set()
+    for _, value, _ in read_all(bootstrap, [out]):
+        logical, record = value.split(b"\0", 1)
+        ids.add(avro.decode(topics.RECORD_OF[logical.decode()], record)["event_id"])
+    print(f"Quix Streams (one process, local RocksDB state, no changelogs): {secs:.1f} s, {n / secs:,.0f} records/s, "
+          f"{len(ids)} output records")
+    print("Quix outputs match qmon's" if ids == q_ids else
+          f"Quix OUTPUTS DIFFER: {len(q_ids - ids)} only in qmon, {len(ids - q_ids)} only in Quix "
+          "(the structure step sees records in repartition order, not in ts order)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=300_000)
@@ -316,6 +341,7 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=20_000)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--cluster", action="store_true")
+    ap.add_argument("--quix-python", help="python of a virtualenv with quixstreams (see benchmarks/quix_app.py)")
     args = ap.parse_args()
 
     from streaming.spark import session
@@ -351,6 +377,10 @@ def main() -> int:
         print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
         print("outputs match (same event_ids)" if q_ids == b_ids else
               f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline")
+        if args.quix_python:
+            quix(bootstrap, prefix, config, args.records, q_ids, tmp, args.quix_python)
+        else:
+            print("Quix Streams: skipped (give --quix-python PATH, a virtualenv with quixstreams; see quix_app.py)")
         if args.cluster:
             from streaming.cluster import LocalSparkCluster
             from streaming.spark import shutdown

@@ -15,6 +15,18 @@ from tests.conftest import ROOT
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
+def processes_left(pgid: int, wait: float = 20.0) -> list[str]:
+    """Live (non-zombie) processes of a process group, after giving exited ones time to be reaped."""
+    deadline = time.monotonic() + wait
+    while True:
+        out = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True,
+                             text=True).stdout.strip()
+        live = [p for p in out.splitlines() if " Z" not in p[:12]]
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.5)
+
+
 def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--duration", "45",
@@ -33,14 +45,7 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
     assert counts.get("DEAD_LETTER", 0) >= 1, summary
     assert "mqsc> ALTER QMGR PERFMEV(ENABLED)" in out
     # nothing left running: the broker JVM, Spark's JVM and Python workers were all in the demo's session
-    deadline = time.monotonic() + 15  # exited processes may take a moment to be reaped
-    while time.monotonic() < deadline:
-        left = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)], capture_output=True,
-                              text=True).stdout.strip()
-        if not [p for p in left.splitlines() if " Z" not in p[:12]]:
-            break
-        time.sleep(0.5)
-    assert not [p for p in left.splitlines() if " Z" not in p[:12]], left
+    assert not processes_left(proc.pid), processes_left(proc.pid)
 
 
 def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
@@ -66,15 +71,7 @@ def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     out = "".join(lines) + rest
     assert "qmon demo summary" in out, out[-2000:]
-    deadline = time.monotonic() + 20
-    left = ""
-    while time.monotonic() < deadline:
-        left = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)], capture_output=True,
-                              text=True).stdout.strip()
-        if not [p for p in left.splitlines() if " Z" not in p[:12]]:
-            break
-        time.sleep(0.5)
-    assert not [p for p in left.splitlines() if " Z" not in p[:12]], left
+    assert not processes_left(proc.pid), processes_left(proc.pid)
     # the broker runs in its own session (so a Ctrl-C cannot kill it before the demo stops it): gone too
     broker = subprocess.run(["pgrep", "-f", str(tmp_path / "demo" / "kafka")], capture_output=True, text=True)
     assert broker.stdout.strip() == "", broker.stdout

@@ -23,15 +23,17 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     kafka = spark_options(bootstrap, config.kafka.security)
-    reader = (spark.readStream.format("kafka").options(**kafka)
-              .option("subscribe", ",".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS))
-              .option("startingOffsets", config.job.starting_offsets)
-              .option("includeHeaders", "false")
-              # records of aborted transactions (a DLQ handler killed mid-batch) are never read
-              .option("kafka.isolation.level", "read_committed"))
-    if config.job.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
-    raw = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+    raw = {}
+    for logical in topics.INPUTS:  # one source per input topic: each is decoded with its own record
+        reader = (spark.readStream.format("kafka").options(**kafka)
+                  .option("subscribe", topics.physical(logical, config.kafka.topic_prefix))
+                  .option("startingOffsets", config.job.starting_offsets)
+                  .option("includeHeaders", "false")
+                  # records of aborted transactions (a DLQ handler killed mid-batch) are never read
+                  .option("kafka.isolation.level", "read_committed"))
+        if config.job.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
+        raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
     out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
                 buckets=config.job.queue_buckets,
                 watermark_delay=config.job.watermark_delay, ttl_ms=duration_ms(config.monitor.queue_ttl),

@@ -1,15 +1,20 @@
-"""Stateful processors: load state, call the pure rules, reconcile timers, save state.
+"""The stateful operator: load state, call the pure rules, reconcile timers, save state.
 
-``QueueProcessor`` is keyed by (qmgr, bucket): one shard of a queue manager's
-queues (see ``qmon.queues``).  Its whole state is one value, the shard's
-pickled plain-dict state, so a batch costs two state-store calls per shard
-whatever the number of queues in it; the fixed per-key cost of Python
+``MonitorProcessor`` is keyed by (unit, unit_name, bucket) and serves two kinds of unit:
+
+* ``QueueUnit`` (unit Q): one shard of a queue manager's queues (see ``qmon.queues``);
+* ``StructureUnit`` (unit S): one CF structure (see ``qmon.structures``).
+
+One operator for both, so the input is read and shuffled once and the fixed per-batch cost of a
+Python stateful operator (PySpark starts a driver-side worker per operator per batch) is paid
+once.  A unit's whole state is one value, its pickled plain-dict state, so a batch costs two
+state-store calls per unit whatever the number of queues in it: the fixed per-key cost of Python
 ``transformWithState`` is paid per shard, not per queue.
 
-Timers: one event-time timer per shard, at the arrival-clock time the
-earliest watched queue would stall.  The watermark runs on the broker's
-append time (``clock``), which only moves forward, so no input record is ever
-behind it and dropped.
+Timers: at most one event-time timer per unit, at the arrival-clock time the earliest watched
+queue would stall (Q) or the next overflow scan is due (S).  The watermark runs on the broker's
+append time (``clock``), which only moves forward, so no input record is ever behind it and
+dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import math
 import pickle
 from typing import Any, Iterator
 
-import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -36,20 +40,16 @@ from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_r
 from qmon.structures import Op as StructureOp
 from qmon.structures import StructureMonitor, StructureSettings
 
+#: the operator's units (the first key column), as routed by streaming.pipeline
+QUEUES, STRUCTURE = "Q", "S"
+
 logger = logging.getLogger(__name__)
 
 OUTPUT_COLUMNS = ["topic", "key", "value", "order_ts", "order_seq", "order_idx"]
 
 #: QMON_PROFILE=1: time spent in the Python side of the operators, printed by each worker at close.
 _PROFILE = os.environ.get("QMON_PROFILE") == "1"
-_PROFILE_TOTALS: dict[str, float] = {}
-
-
-def _ms(series: pd.Series) -> np.ndarray:
-    values = series.values
-    if not np.issubdtype(values.dtype, np.datetime64):
-        values = pd.to_datetime(series, utc=True).dt.tz_localize(None).values
-    return values.astype("datetime64[ms]").astype("int64")
+_PROFILE_TOTALS: dict[str, tuple[float, float]] = {}  # name -> (wall, CPU) seconds
 
 
 def _opt_int(values: list[Any]) -> list[int | None]:
@@ -58,6 +58,12 @@ def _opt_int(values: list[Any]) -> list[int | None]:
 
 def _opt_str(values: list[Any]) -> list[str | None]:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
+
+
+def _profile(name: str, t0: float, c0: float) -> None:
+    """Add wall and CPU seconds since (t0, c0) under ``name`` (QMON_PROFILE=1)."""
+    wall, cpu = _PROFILE_TOTALS.get(name, (0.0, 0.0))
+    _PROFILE_TOTALS[name] = (wall + time.perf_counter() - t0, cpu + time.process_time() - c0)
 
 
 def reconcile_timer(handle: StatefulProcessorHandle, timer: Any, wanted: int | None) -> None:
@@ -90,46 +96,25 @@ def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     return pdf.sort_values(["ts", "rank", "src_partition", "src_offset"], kind="stable")
 
 
-class QueueProcessor(StatefulProcessor):
-    def __init__(self, settings: MonitorSettings, ttl_ms: int):
-        self.settings = settings
-        self.ttl_ms = ttl_ms
+class QueueUnit:
+    """A shard of one queue manager's queues: ``qmon.queues`` (with interest and journals)."""
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.shard = handle.getValueState("shard", StructType([StructField("blob", BinaryType())]))
-        self.timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
-
-    # -------------------------------------------------------------- state
+    def __init__(self, settings: MonitorSettings, ttl_ms: int, handle: StatefulProcessorHandle, blob: Any,
+                 timer: Any):
+        self.settings, self.ttl_ms = settings, ttl_ms
+        self.handle, self.blob, self.timer = handle, blob, timer
 
     def _load(self, qmgr: str) -> QueueMonitor:
-        state = pickle.loads(self.shard.get()[0]) if self.shard.exists() else None
+        state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
         return QueueMonitor(qmgr, self.settings, state)
 
     def _save(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
-        self.shard.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
+        self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
         reconcile_timer(self.handle, self.timer, mon.next_stall_clock())
 
-    # -------------------------------------------------------------- input
-
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        if _PROFILE:
-            t0 = time.perf_counter()
-            out = list(self._handle(key, rows))
-            _PROFILE_TOTALS["queue"] = _PROFILE_TOTALS.get("queue", 0.0) + time.perf_counter() - t0
-            yield from out
-        else:
-            yield from self._handle(key, rows)
-
-    def _handle(self, key: Any, rows: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        qmgr = key[0]
-        if _PROFILE:
-            t0 = time.perf_counter()
-            rows = iter([pd.concat(list(rows), ignore_index=True)])
-            _PROFILE_TOTALS["queue_read"] = _PROFILE_TOTALS.get("queue_read", 0.0) + time.perf_counter() - t0
-        pdf = sorted_input(rows)
+    def rows(self, qmgr: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         passing = pdf["kind"].values == "P"
         if passing.any():
             # dead letters and invalid-command replies, encoded upstream: passed through untouched
@@ -147,7 +132,7 @@ class QueueProcessor(StatefulProcessor):
                 pdf["ts"].astype("int64").tolist(), _opt_int(pdf["depth_after"].tolist()),
                 _opt_int(pdf["msg_bytes"].tolist()), _opt_str(pdf["structure"].tolist()),
                 _opt_int(pdf["reason"].tolist()), pdf["text"].tolist(), pdf["reply"].tolist(),
-                pdf["src_offset"].astype("int64").tolist(), _ms(pdf["clock"]).tolist())
+                pdf["src_offset"].astype("int64").tolist(), pdf["clock"].astype("int64").tolist())
         newest = None
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(*cols):
             if kind == "A":
@@ -158,7 +143,8 @@ class QueueProcessor(StatefulProcessor):
                                                    int(j["threshold_kb"]), tuple(j["receivers"])))
             else:
                 out = self._command(mon, text, ts, eid, bool(reply))
-            emits.extend((seq, ts, e) for e in out)
+            if out:
+                emits.extend((seq, ts, e) for e in out)
             newest = ts if newest is None or ts > newest else newest
         self._save(mon, newest)
         if emits:
@@ -172,34 +158,20 @@ class QueueProcessor(StatefulProcessor):
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
-    # -------------------------------------------------------------- timers
-
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-        mon = self._load(key[0])
+    def expired(self, qmgr: str, watermark: int) -> Iterator[pd.DataFrame]:
+        mon = self._load(qmgr)
         self.timer.clear()
-        watermark = timerValues.getCurrentWatermarkInMs()
         out = mon.on_clock(watermark)
         self._save(mon, None)
         if out:
             yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
-    def close(self) -> None:
-        if _PROFILE:
-            logger.warning("qmon profile (seconds in this Python worker): %s", _PROFILE_TOTALS)
-            print(f"qmon profile: {_PROFILE_TOTALS}", file=sys.stderr, flush=True)
 
+class StructureUnit:
+    """One CF structure (and its overflow structure): ``qmon.structures``."""
 
-class StructureProcessor(StatefulProcessor):
-    """Keyed by structure name: applies ``qmon.structures`` to the structure's activity in
-    (ts, arrival) order.  One pickled state value and at most one timer (the overflow scan)."""
-
-    def __init__(self, settings: StructureSettings):
-        self.settings = settings
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.blob = handle.getValueState("structure", StructType([StructField("blob", BinaryType())]))
-        self.timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
+    def __init__(self, settings: StructureSettings, handle: StatefulProcessorHandle, blob: Any, timer: Any):
+        self.settings, self.handle, self.blob, self.timer = settings, handle, blob, timer
 
     def _load(self, name: str) -> StructureMonitor:
         state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
@@ -209,30 +181,65 @@ class StructureProcessor(StatefulProcessor):
         self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
         reconcile_timer(self.handle, self.timer, mon.next_scan_clock())
 
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        mon = self._load(key[0])
-        frames = list(rows)
-        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        pdf = pdf.sort_values(["ts", "src_partition", "src_offset"], kind="stable")
+    def rows(self, name: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
+        mon = self._load(name)
         cols = (pdf["event_id"].tolist(), pdf["qmgr"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
                 pdf["ts"].astype("int64").tolist(), _opt_int(pdf["msg_bytes"].tolist()),
-                _opt_int(pdf["reason"].tolist()), _ms(pdf["clock"]).tolist(), pdf["src_offset"].astype("int64").tolist())
+                _opt_int(pdf["reason"].tolist()), pdf["clock"].astype("int64").tolist(), pdf["src_offset"].astype("int64").tolist())
         emits: list[tuple[int, int, Any]] = []
         on_activity = mon.on_activity
         for eid, qmgr, queue, op, ts, nbytes, reason, clock, seq in zip(*cols):
-            for e in on_activity(StructureOp(eid, qmgr, queue, op, ts, nbytes, reason, clock)):
-                emits.append((seq, ts, e))
+            out = on_activity(StructureOp(eid, qmgr, queue, op, ts, nbytes, reason, clock))
+            if out:
+                emits.extend((seq, ts, e) for e in out)
         self._save(mon)
         if emits:
             yield encode_emits(emits)
 
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-        mon = self._load(key[0])
+    def expired(self, name: str, watermark: int) -> Iterator[pd.DataFrame]:
+        mon = self._load(name)
         self.timer.clear()
-        out = mon.on_clock(timerValues.getCurrentWatermarkInMs())
+        out = mon.on_clock(watermark)
         self._save(mon)
         if out:
             yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
+
+class MonitorProcessor(StatefulProcessor):
+    """Keyed by (unit, unit_name, bucket): a queue shard (Q, qmgr, bucket) or a structure (S, name, 0).
+    Each key uses its own state variable ("shard" or "structure") and the shared "timer"."""
+
+    def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
+        self.settings = settings
+        self.structure_settings = structure_settings
+        self.ttl_ms = ttl_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        blob = StructType([StructField("blob", BinaryType())])
+        timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
+        self.queues = QueueUnit(self.settings, self.ttl_ms, handle, handle.getValueState("shard", blob), timer)
+        self.structures = StructureUnit(self.structure_settings, handle, handle.getValueState("structure", blob),
+                                        timer)
+
+    def _unit(self, key: Any) -> QueueUnit | StructureUnit:
+        return self.structures if key[0] == STRUCTURE else self.queues
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        if _PROFILE:
+            t0, c0 = time.perf_counter(), time.process_time()
+            pdf = sorted_input(rows)
+            _profile(f"{key[0]}_read", t0, c0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            out = list(self._unit(key).rows(key[1], pdf))
+            _profile(key[0], t0, c0)
+            yield from out
+        else:
+            yield from self._unit(key).rows(key[1], sorted_input(rows))
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+        yield from self._unit(key).expired(key[1], timerValues.getCurrentWatermarkInMs())
+
     def close(self) -> None:
-        pass
+        if _PROFILE:
+            logger.warning("qmon profile (seconds in this Python worker): %s", _PROFILE_TOTALS)
+            print(f"qmon profile: {_PROFILE_TOTALS}", file=sys.stderr, flush=True)

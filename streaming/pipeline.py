@@ -1,28 +1,31 @@
 """The query, from raw input records to encoded output records.
 
-``build(raw, ...)`` takes a streaming DataFrame shaped like Spark's Kafka
-source (topic, partition, offset, key, value, timestamp) and returns one
+``build(raw, ...)`` takes streaming DataFrames shaped like Spark's Kafka
+source (topic, partition, offset, key, value, timestamp), one per input
+topic or one for them all, and returns one
 DataFrame of (topic, key, value, order_ts, order_seq, order_idx) ready for
 the Kafka sink.  ``qmon run`` feeds it from Kafka; ``qmon replay`` from a
 file it encodes into the same rows.  Both therefore run the same operators.
 
 Steps:
 
-1. Decode, in one pass over the input.  The Confluent 5-byte header is stripped when
-   present, then ``from_avro`` (PERMISSIVE: a bad record yields null, never a failed batch)
-   with the record of the topic it was read from.
+1. Decode each input topic with its own record (one Kafka source per topic): the Confluent
+   5-byte header is stripped when present, then ``from_avro`` (PERMISSIVE: a bad record yields
+   null, never a failed batch).  The union of the three carries one watermark.
 2. Validate in SQL; every record that fails becomes a DeadLetter (SPEC §7) carrying its
    original key and value bytes.  Commands are parsed (MQSC); an invalid one gets an error
    reply *and* a dead letter.
-3. Route.  Activity goes to shard ``(qmgr, pmod(xxhash64(queue), buckets))``; a command that
-   names one queue to that queue's shard, one that concerns the whole queue manager (ALTER
-   QMGR, generic names) to every shard of it, and only shard 0 replies; journal status to the
-   shard of its library.  Dead letters and error replies ride along (kind P) and are passed
+3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
+   shard ``(Q, qmgr, pmod(xxhash64(queue), buckets))`` and, when it names a structure, also to
+   ``(S, structure, 0)``; a command that names one queue to that queue's shard, one that
+   concerns the whole queue manager (ALTER QMGR, generic names) to every shard of it, and only
+   shard 0 replies; journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. The per-queue operator (``streaming.operators.QueueProcessor``) applies ``qmon.queues``
-   (and ``qmon.interest``, ``qmon.journals``) in (ts, arrival) order and encodes its outputs.
-5. In parallel, the per-structure operator (``StructureProcessor``, key: structure) applies
-   ``qmon.structures`` to the activity that names a structure (a second read of the input).
+4. One stateful operator (``streaming.operators.MonitorProcessor``): a queue shard applies
+   ``qmon.queues`` (and ``qmon.interest``, ``qmon.journals``), a structure ``qmon.structures``,
+   each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
+   the input is read and shuffled once, and the fixed per-batch cost of a Python stateful
+   operator is paid once.
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 from connectors.avro import schema_text
 from qmon import topics
 from qmon.reasons import CODE
+from streaming.operators import QUEUES, STRUCTURE  # the operator's units: a queue shard, a structure
 
 logger = logging.getLogger(__name__)
 
-#: The columns the per-queue operator receives.
-ROUTED_COLUMNS = ["qmgr", "bucket", "kind", "event_id", "queue", "op", "ts", "depth_after", "msg_bytes",
+#: The columns the operator receives; its key is (unit, unit_name, bucket).
+ROUTED_COLUMNS = ["unit", "unit_name", "bucket", "kind", "qmgr", "event_id", "queue", "op", "ts", "depth_after", "msg_bytes",
                   "structure", "reason", "text", "reply", "rank", "src_partition", "src_offset", "clock",
                   "out_topic", "out_key", "out_value"]
 
@@ -157,27 +161,38 @@ def _journal_checks(r: str = "rj") -> list[tuple[Column, str, Column]]:
     ]
 
 
-def decode(raw: DataFrame, names: dict[str, str]) -> DataFrame:
-    """Every input record decoded in one pass: columns ra / rc / rj (the record of its topic),
-    ``dlq_reason`` / ``dlq_error`` (null when valid), ``format``, and ``p`` (a command's parse)."""
+_PARSED_NULL = "struct<ok:boolean,error:string,scope:string,name:string>"
+
+#: input topic -> (decoded column, Avro record, checks) of the records read from it
+_INPUTS = {
+    topics.ACTIVITY: ("ra", "QueueActivity", _activity_checks),
+    topics.CONTROL: ("rc", "ControlCommand", _control_checks),
+    topics.JOURNAL: ("rj", "JournalStatus", _journal_checks),
+}
+
+
+def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFrame:
+    """The records of one input topic decoded: columns ra / rc / rj (only the one of ``logical``
+    filled, the others typed nulls, so every input topic yields the same columns), ``dlq_reason`` /
+    ``dlq_error`` (null when valid), ``format``, ``p`` (a command's parse) and ``cmd_invalid``.
+
+    One decoder per topic, so the MQSC parser (a Python UDF, which Spark feeds every row of its
+    input) sees commands only, never the activity stream."""
     from streaming.udfs import parse_mqsc
 
     df = raw.withColumn("_body", _body(F.col("value")))
-    df = _decoded(df, "ra", "QueueActivity", names[topics.ACTIVITY])
-    df = _decoded(df, "rc", "ControlCommand", names[topics.CONTROL])
-    df = _decoded(df, "rj", "JournalStatus", names[topics.JOURNAL]).drop("_body")
-    topic = F.col("topic")
-    a_name, a_err = _reason(_activity_checks())
-    c_name, c_err = _reason(_control_checks())
-    j_name, j_err = _reason(_journal_checks())
-    df = df.withColumn("dlq_reason", F.when(topic == names[topics.ACTIVITY], a_name)
-                       .when(topic == names[topics.CONTROL], c_name).otherwise(j_name))
-    df = df.withColumn("dlq_error", F.when(topic == names[topics.ACTIVITY], a_err)
-                       .when(topic == names[topics.CONTROL], c_err).otherwise(j_err))
-    df = df.withColumn("format", F.when(topic == names[topics.ACTIVITY], F.lit("QueueActivity"))
-                       .when(topic == names[topics.CONTROL], F.lit("ControlCommand")).otherwise(F.lit("JournalStatus")))
-    # Parse only commands that passed the checks (a pandas UDF; commands are few).
-    is_cmd = (topic == names[topics.CONTROL]) & F.col("dlq_reason").isNull()
+    for other, (col, record, _checks) in _INPUTS.items():
+        if other == logical:
+            df = _decoded(df, col, record, names[logical])
+        else:
+            df = df.withColumn(col, from_avro(F.lit(None).cast("binary"), schema_text(record)))
+    col, record, checks = _INPUTS[logical]
+    name, error = _reason(checks())
+    df = df.drop("_body").withColumn("dlq_reason", name).withColumn("dlq_error", error)
+    df = df.withColumn("format", F.lit(record))
+    if logical != topics.CONTROL:
+        return (df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False)))
+    is_cmd = F.col("dlq_reason").isNull()  # parse only commands that passed the checks
     df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
     df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
     df = df.withColumn("dlq_reason", F.when(F.col("cmd_invalid"), F.lit("QMON_INVALID_COMMAND"))
@@ -185,18 +200,32 @@ def decode(raw: DataFrame, names: dict[str, str]) -> DataFrame:
     return df.withColumn("dlq_error", F.when(F.col("cmd_invalid"), F.col("p.error")).otherwise(F.col("dlq_error")))
 
 
+def decode(raw: DataFrame | dict[str, DataFrame], names: dict[str, str]) -> DataFrame:
+    """Every input record decoded, one decoder per input topic, in one union.
+
+    ``raw`` is one Kafka-shaped DataFrame per logical input topic (``qmon run``: one Kafka source
+    each), or one DataFrame holding them all (``qmon replay``), split here by topic."""
+    if not isinstance(raw, dict):
+        raw = {t: raw.where(F.col("topic") == names[t]) for t in _INPUTS}
+    parts = [decode_topic(raw[t], t, names) for t in _INPUTS if t in raw]
+    dec = parts[0]
+    for part in parts[1:]:
+        dec = dec.unionByName(part)
+    return dec
+
+
 _ROUTED_TYPES = {
-    "qmgr": "string", "bucket": "int", "kind": "string", "event_id": "string", "queue": "string", "op": "string",
+    "unit": "string", "unit_name": "string", "bucket": "int", "kind": "string", "qmgr": "string", "event_id": "string", "queue": "string", "op": "string",
     "ts": "long", "depth_after": "long", "msg_bytes": "long", "structure": "string", "reason": "long",
     "text": "string", "reply": "boolean", "rank": "int", "src_partition": "long", "src_offset": "long",
-    "clock": "timestamp", "out_topic": "string", "out_key": "string", "out_value": "binary",
+    "clock": "long", "out_topic": "string", "out_key": "string", "out_value": "binary",
 }
 
 
 def _routed(**cols: Column) -> Column:
     """One routed row as a struct with every field of ROUTED_COLUMNS, in order and typed."""
     common = {"src_partition": F.col("partition").cast("long"), "src_offset": F.col("offset").cast("long"),
-              "clock": F.col("timestamp")}
+              "clock": F.unix_millis("timestamp")}  # ms: cheaper to hand to Python than a timestamp
     fields = []
     for name, typ in _ROUTED_TYPES.items():
         value = cols.get(name, common.get(name, F.lit(None)))
@@ -228,7 +257,7 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
     dead letters and invalid-command replies it passes through (kind P).  One pass over the input."""
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
     spread = F.pmod(F.col("offset"), F.lit(buckets))
-    dead = _routed(qmgr=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("timestamp"),
+    dead = _routed(unit=F.lit(QUEUES), unit_name=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("timestamp"),
                    rank=F.lit(0), out_topic=F.lit(topics.DLQ),
                    out_key=F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"),
                                        F.col("offset").cast("string")),
@@ -241,17 +270,21 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
         F.lit(False).alias("ok"),
         F.col("p.error").alias("message"),
     )
-    error_reply = _routed(qmgr=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("rc.ts"),
+    error_reply = _routed(unit=F.lit(QUEUES), unit_name=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("rc.ts"),
                           rank=F.lit(1), out_topic=F.lit(topics.REPLIES), out_key=F.col("rc.command_id"),
                           out_value=to_avro(reply, schema_text("CommandReply")))
-    activity = _routed(
-        qmgr=F.col("ra.qmgr"), bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)), kind=F.lit("A"),
-        event_id=F.col("ra.event_id"), queue=F.col("ra.queue"), op=F.col("ra.op"), ts=F.unix_millis("ra.ts"),
-        depth_after=F.col("ra.depth_after"), msg_bytes=F.col("ra.msg_bytes"), structure=F.col("ra.structure"),
-        reason=F.col("ra.reason"), reply=F.lit(False), rank=F.lit(1))
+    fields = dict(qmgr=F.col("ra.qmgr"), event_id=F.col("ra.event_id"), queue=F.col("ra.queue"), op=F.col("ra.op"),
+                  ts=F.unix_millis("ra.ts"), depth_after=F.col("ra.depth_after"), msg_bytes=F.col("ra.msg_bytes"),
+                  structure=F.col("ra.structure"), reason=F.col("ra.reason"), reply=F.lit(False), rank=F.lit(1))
+    activity = _routed(unit=F.lit(QUEUES), unit_name=F.col("ra.qmgr"),
+                       bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)), kind=F.lit("A"), **fields)
+    # the same activity, for its structure's monitor (key: the structure)
+    for_structure = _routed(unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=F.lit(0),
+                            kind=F.lit("S"), **fields)
 
     def command(bucket: Column, reply_here: Column) -> Column:
-        return _routed(qmgr=F.col("rc.qmgr"), bucket=bucket, kind=F.lit("C"), event_id=F.col("rc.command_id"),
+        return _routed(unit=F.lit(QUEUES), unit_name=F.col("rc.qmgr"), qmgr=F.col("rc.qmgr"), bucket=bucket,
+                       kind=F.lit("C"), event_id=F.col("rc.command_id"),
                        queue=F.col("p.name"), ts=F.unix_millis("rc.ts"), text=F.col("rc.text"), reply=reply_here,
                        rank=F.lit(0))
 
@@ -261,61 +294,40 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
                                  F.col("rj.size_kb").alias("size_kb"),
                                  F.col("rj.threshold_kb").alias("threshold_kb"),
                                  F.col("rj.receivers").alias("receivers")))
-    journal = _routed(qmgr=F.col("rj.qmgr"), bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
+    journal = _routed(unit=F.lit(QUEUES), unit_name=F.col("rj.qmgr"), qmgr=F.col("rj.qmgr"), bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
                       kind=F.lit("J"), event_id=F.col("rj.event_id"), queue=F.col("rj.library"),
                       ts=F.unix_millis("rj.ts"), text=payload, reply=F.lit(False), rank=F.lit(1))
     topic = F.col("topic")
     rows = (F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
             .when(F.col("dlq_reason").isNotNull(), F.array(dead))
+            .when((topic == names[topics.ACTIVITY]) & F.col("ra.structure").isNotNull(),
+                  F.array(activity, for_structure))
             .when(topic == names[topics.ACTIVITY], F.array(activity))
             .when(topic == names[topics.CONTROL], F.when(F.col("p.scope") == "qmgr", fan_out).otherwise(one))
             .otherwise(F.array(journal)))
     return dec.select(F.explode(rows).alias("x")).select("x.*")
 
 
-def structure_rows(dec: DataFrame) -> DataFrame:
-    """The valid activity that names a structure, for the per-structure operator."""
-    return dec.where(F.col("dlq_reason").isNull() & F.col("ra.structure").isNotNull()).select(
-        F.col("ra.structure").alias("structure"),
-        F.col("ra.event_id").alias("event_id"),
-        F.col("ra.qmgr").alias("qmgr"),
-        F.col("ra.queue").alias("queue"),
-        F.col("ra.op").alias("op"),
-        F.unix_millis("ra.ts").alias("ts"),
-        F.col("ra.msg_bytes").cast("long").alias("msg_bytes"),
-        F.col("ra.reason").cast("long").alias("reason"),
-        F.col("partition").cast("long").alias("src_partition"),
-        F.col("offset").alias("src_offset"),
-        F.col("timestamp").alias("clock"),
-    )
-
-
-def build(raw: DataFrame, *, settings: Any, buckets: int, watermark_delay: str, ttl_ms: int,
-          prefix: str = "qmon", structure_settings: Any = None) -> DataFrame:
+def build(raw: DataFrame | dict[str, DataFrame], *, settings: Any, buckets: int, watermark_delay: str,
+          ttl_ms: int, prefix: str = "qmon", structure_settings: Any = None) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
-    ``raw.topic`` holds physical topic names (under ``prefix``); so do the output rows.
+    ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
+    ``topic`` holds physical topic names (under ``prefix``); so do the output rows.
     """
     from qmon.structures import StructureSettings
-    from streaming.operators import QueueProcessor, StructureProcessor
+    from streaming.operators import MonitorProcessor  # noqa: PLC0415
 
     names = topics.physical_map(prefix)
-    raw = raw.withWatermark("timestamp", watermark_delay)
-    dec = decode(raw, names)
+    # one watermark, above the union: an idle input topic never holds the event-time timers back
+    dec = decode(raw, names).withWatermark("timestamp", watermark_delay)
     routed = route(dec, names, buckets)
-    events = routed.groupBy("qmgr", "bucket").transformWithStateInPandas(
-        statefulProcessor=QueueProcessor(settings, ttl_ms),
+    events = routed.groupBy("unit", "unit_name", "bucket").transformWithStateInPandas(
+        statefulProcessor=MonitorProcessor(settings, structure_settings or StructureSettings(), ttl_ms),
         outputStructType=OUTPUT_SCHEMA,
         outputMode="Append",
         timeMode="EventTime",
     )
-    structures = structure_rows(dec).groupBy("structure").transformWithStateInPandas(
-        statefulProcessor=StructureProcessor(structure_settings or StructureSettings()),
-        outputStructType=OUTPUT_SCHEMA,
-        outputMode="Append",
-        timeMode="EventTime",
-    )
-    events = events.unionByName(structures)
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

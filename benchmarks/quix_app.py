@@ -9,14 +9,16 @@ Per-queue state is keyed by the message key (qmgr/queue), per-structure state af
 on the structure (a repartition topic), both in Quix's RocksDB state (without changelog topics: see below).  Output
 values are ``<logical topic>\\0<Avro record>`` on one topic, so the benchmark can compare event_ids.
 
-Status: it runs, but it is not yet a fair competitor: a structure's whole state (every queue of the
-structure) is read and written as one value per message, which is quadratic; on 100,000 records it
-had not finished after 10 minutes.  A fair version keeps the structure's queues under separate state
-keys; until then the benchmark reports no Quix figure unless asked with --quix-python.
+A structure's state is kept the way a Quix user would keep it: the structure's own figures under
+one state key, each of its queues under a key of its own (``q/<queue>``) and the list of its queue
+names under ``names``, read only when the rules walk every queue (candidate selection, the overflow
+scan).  A message therefore reads and writes what it touches, not the whole structure (an earlier
+version stored the structure as one value: quadratic, and over Kafka's 1 MB changelog limit).
 """
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 import json
 import sys
 import tempfile
@@ -33,6 +35,51 @@ from qmon.queues import Activity, QueueMonitor  # noqa: E402
 from qmon.structures import Op, StructureMonitor  # noqa: E402
 
 
+class QueuesView(MutableMapping):
+    """A structure's queues (``state["queues"]`` of qmon.structures) over Quix state keys."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.cache: dict = {}
+        self.names: list | None = None
+        self.names_dirty = False
+
+    def _names(self) -> list:
+        if self.names is None:
+            self.names = self.state.get("names") or []
+        return self.names
+
+    def __getitem__(self, name: str) -> dict:
+        q = self.cache.get(name)
+        if q is None:
+            q = self.state.get("q/" + name)
+            if q is None:
+                raise KeyError(name)
+            self.cache[name] = q
+        return q
+
+    def __setitem__(self, name: str, value: dict) -> None:
+        if name not in self.cache and self.state.get("q/" + name) is None:
+            self._names().append(name)
+            self.names_dirty = True
+        self.cache[name] = value
+
+    def __delitem__(self, name: str) -> None:  # the structure rules never forget a queue
+        raise NotImplementedError
+
+    def __iter__(self):
+        return iter(list(self._names()))
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def flush(self) -> None:
+        for name, q in self.cache.items():  # queue dicts are changed in place: write back what was read
+            self.state.set("q/" + name, q)
+        if self.names_dirty:
+            self.state.set("names", self.names)
+
+
 def main() -> int:
     bootstrap, src_name, out_name, n, config_path = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     from quixstreams import Application
@@ -41,9 +88,8 @@ def main() -> int:
     settings, ssettings = config.monitor_settings(), config.structure_settings()
     app = Application(broker_address=bootstrap, consumer_group=f"quix-{uuid.uuid4().hex[:8]}",
                       auto_offset_reset="earliest", loglevel="WARNING", state_dir=tempfile.mkdtemp(),
-                      # a structure's state (every queue of it) outgrows Kafka's 1 MB message limit as a
-                      # changelog record, so state is local RocksDB only: cheaper for Quix than for qmon
-                      use_changelog_topics=False,
+                      # state is recovered from changelog topics, as qmon's is from its checkpoint
+                      use_changelog_topics=True,
                       consumer_extra_config={"fetch.max.bytes": 50_000_000})
     src = app.topic(src_name, value_deserializer="bytes", key_deserializer="bytes")
     out = app.topic(out_name, value_serializer="bytes", key_serializer="bytes")
@@ -69,10 +115,18 @@ def main() -> int:
         return {"emits": [frame(e) for e in emits], "s": s}
 
     def per_structure(v: dict, state) -> list:
-        mon = StructureMonitor(v["structure"], ssettings, state.get("s"))
+        top = state.get("top")
+        view = QueuesView(state)
+        if top is None:
+            mon = StructureMonitor(v["structure"], ssettings)
+            mon.state["queues"] = view
+        else:
+            top["queues"] = view
+            mon = StructureMonitor(v["structure"], ssettings, top)
         emits = mon.on_activity(Op(v["event_id"], v["qmgr"], v["queue"], v["op"], v["ts"], v["msg_bytes"],
                                    v["reason"], None))
-        state.set("s", mon.state)
+        view.flush()
+        state.set("top", {k: x for k, x in mon.state.items() if k != "queues"})
         return [frame(e) for e in emits]
 
     q = sdf.apply(per_queue, stateful=True)

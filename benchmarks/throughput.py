@@ -325,7 +325,7 @@ def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], t
     for _, value, _ in read_all(bootstrap, [out]):
         logical, record = value.split(b"\0", 1)
         ids.add(avro.decode(topics.RECORD_OF[logical.decode()], record)["event_id"])
-    print(f"Quix Streams (one process, local RocksDB state, no changelogs): {secs:.1f} s, {n / secs:,.0f} records/s, "
+    print(f"Quix Streams (one process, RocksDB state with changelog topics): {secs:.1f} s, {n / secs:,.0f} records/s, "
           f"{len(ids)} output records")
     print("Quix outputs match qmon's" if ids == q_ids else
           f"Quix OUTPUTS DIFFER: {len(q_ids - ids)} only in qmon, {len(ids - q_ids)} only in Quix "

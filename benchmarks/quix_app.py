@@ -18,12 +18,12 @@ version stored the structure as one value: quadratic, and over Kafka's 1 MB chan
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 import json
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import MutableMapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import pickle
 import sys
 import time
-import math
-import pickle
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle

@@ -19,6 +19,7 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     from pyspark.sql import functions as F
 
     from streaming.pipeline import build
+    from streaming.units import structure_buckets
 
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
@@ -34,10 +35,11 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
         if config.job.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
         raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+    placed = structure_buckets(spark, checkpoint, [s.strname for s in config.structures])
     out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
                 buckets=config.job.queue_buckets,
                 watermark_delay=config.job.watermark_delay, ttl_ms=duration_ms(config.monitor.queue_ttl),
-                prefix=config.kafka.topic_prefix)
+                prefix=config.kafka.topic_prefix, structure_buckets=placed)
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
     writer = (out.writeStream.format("kafka").options(**kafka)
               .option("checkpointLocation", checkpoint).queryName(query_name))

@@ -17,7 +17,7 @@ Steps:
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
    shard ``(Q, qmgr, pmod(xxhash64(queue), buckets))`` and, when it names a structure, also to
-   ``(S, structure, 0)``; a command that names one queue to that queue's shard, one that
+   ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.placement``); a command that names one queue to that queue's shard, one that
    concerns the whole queue manager (ALTER QMGR, generic names) to every shard of it, and only
    shard 0 replies; journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
@@ -252,7 +252,8 @@ def _dead_letter_value(reason_code: Column) -> Column:
     return to_avro(dl, schema_text("DeadLetter"))
 
 
-def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
+def route(dec: DataFrame, names: dict[str, str], buckets: int,
+          structure_buckets: dict[str, int] | None = None) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the
     dead letters and invalid-command replies it passes through (kind P).  One pass over the input."""
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
@@ -279,7 +280,12 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
     activity = _routed(unit=F.lit(QUEUES), unit_name=F.col("ra.qmgr"),
                        bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)), kind=F.lit("A"), **fields)
     # the same activity, for its structure's monitor (key: the structure)
-    for_structure = _routed(unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=F.lit(0),
+    # (its bucket places the structure's key on a partition of its own: see qmon.placement)
+    placed = F.lit(0)
+    if structure_buckets:
+        chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
+        placed = F.coalesce(chosen[F.col("ra.structure")], F.lit(0))
+    for_structure = _routed(unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=placed,
                             kind=F.lit("S"), **fields)
 
     def command(bucket: Column, reply_here: Column) -> Column:
@@ -309,7 +315,8 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int) -> DataFrame:
 
 
 def build(raw: DataFrame | dict[str, DataFrame], *, settings: Any, buckets: int, watermark_delay: str,
-          ttl_ms: int, prefix: str = "qmon", structure_settings: Any = None) -> DataFrame:
+          ttl_ms: int, prefix: str = "qmon", structure_settings: Any = None,
+          structure_buckets: dict[str, int] | None = None) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
@@ -321,7 +328,7 @@ def build(raw: DataFrame | dict[str, DataFrame], *, settings: Any, buckets: int,
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names).withWatermark("timestamp", watermark_delay)
-    routed = route(dec, names, buckets)
+    routed = route(dec, names, buckets, structure_buckets)
     events = routed.groupBy("unit", "unit_name", "bucket").transformWithStateInPandas(
         statefulProcessor=MonitorProcessor(settings, structure_settings or StructureSettings(), ttl_ms),
         outputStructType=OUTPUT_SCHEMA,

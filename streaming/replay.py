@@ -19,9 +19,10 @@ import json
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -157,6 +158,7 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     from pyspark.sql import functions as F
 
     from streaming.pipeline import build
+    from streaming.units import structure_buckets
 
     data = workdir / "input"
     data.mkdir(parents=True, exist_ok=True)
@@ -164,9 +166,11 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     pq.write_table(table, data / "part-0.parquet")
     raw = (spark.readStream.schema(RAW_DDL).parquet(str(data))
            .withColumn("timestamp", F.timestamp_millis("timestamp_ms")).drop("timestamp_ms"))
+    placed = structure_buckets(spark, str(workdir / "checkpoint"), [s.strname for s in config.structures])
     out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
                 buckets=config.job.queue_buckets,
-                watermark_delay="0 seconds", ttl_ms=duration_ms(config.monitor.queue_ttl))
+                watermark_delay="0 seconds", ttl_ms=duration_ms(config.monitor.queue_ttl),
+                structure_buckets=placed)
     collected: list[Any] = []
 
     def sink(batch: Any, batch_id: int) -> None:

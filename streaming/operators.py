@@ -67,6 +67,22 @@ def _profile(name: str, t0: float, c0: float) -> None:
     _PROFILE_TOTALS[name] = (wall + time.perf_counter() - t0, cpu + time.process_time() - c0)
 
 
+def _profiled(name: str) -> Any:
+    """Decorator: with QMON_PROFILE=1, add the function's wall and CPU time under ``name``."""
+    def wrap(fn: Any) -> Any:
+        if not _PROFILE:
+            return fn
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _profile(name, t0, c0)
+        return timed
+    return wrap
+
+
 def reconcile_timer(handle: StatefulProcessorHandle, timer: Any, wanted: int | None) -> None:
     """Keep exactly one event-time timer per key, at ``wanted`` (none when None); ``timer`` remembers it."""
     current = timer.get()[0] if timer.exists() else None
@@ -105,10 +121,12 @@ class QueueUnit:
         self.settings, self.ttl_ms = settings, ttl_ms
         self.handle, self.blob, self.timer = handle, blob, timer
 
+    @_profiled("Q_state_load")
     def _load(self, qmgr: str) -> QueueMonitor:
         state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
         return QueueMonitor(qmgr, self.settings, state)
 
+    @_profiled("Q_state_save")
     def _save(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
@@ -174,10 +192,12 @@ class StructureUnit:
     def __init__(self, settings: StructureSettings, handle: StatefulProcessorHandle, blob: Any, timer: Any):
         self.settings, self.handle, self.blob, self.timer = settings, handle, blob, timer
 
+    @_profiled("S_state_load")
     def _load(self, name: str) -> StructureMonitor:
         state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
         return StructureMonitor(name, self.settings, state)
 
+    @_profiled("S_state_save")
     def _save(self, mon: StructureMonitor) -> None:
         self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
         reconcile_timer(self.handle, self.timer, mon.next_scan_clock())

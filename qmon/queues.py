@@ -37,12 +37,12 @@ from qmon import topics
 from qmon.alerts import alert as _alert
 from qmon.alerts import iso as _iso
 from qmon.alerts import plural as _plural
+from qmon.dedup import Recent
 from qmon.ids import event_id
 from qmon.interest import Registry, work_available
-from qmon.journals import JournalMonitor, JournalStatus
 from qmon.interest import matches as _interest_match
+from qmon.journals import JournalMonitor, JournalStatus
 from qmon.mqsc import Command, canonical
-from qmon.structures import evict_oldest
 from qmon.reasons import (
     MQRC_Q_DEPTH_HIGH,
     MQRC_Q_DEPTH_LOW,
@@ -111,7 +111,7 @@ class QueueState(TypedDict):
     enq: int
     deq: int
     last_ts: int  # newest event time seen (for TTL)
-    recent: dict[str, int]  # event_id -> ts, for duplicate suppression
+    recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.dedup)
     stall: str | None  # alert_id of the firing stall episode
 
 
@@ -158,6 +158,7 @@ class QueueMonitor:
             raise ValueError(message)
         self.state = state
         self.queues: dict[str, QueueState] = state["queues"]
+        self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
     # ------------------------------------------------------------ helpers
 
@@ -222,12 +223,11 @@ class QueueMonitor:
         q["deq"] = 0
 
     def _duplicate(self, q: QueueState, rec: Activity) -> bool:
-        recent = q["recent"]
-        if rec.event_id in recent:
-            return True
-        recent[rec.event_id] = rec.ts
-        evict_oldest(recent, rec.ts - self.settings.dedup_window_ms, self.settings.dedup_max)
-        return False
+        return self.recent.duplicate(q, rec.event_id, rec.ts)
+
+    def pack(self) -> None:
+        """Make the state compact to store (the remembered event ids of the queues touched)."""
+        self.recent.pack()
 
     # ------------------------------------------------------------ activity
 

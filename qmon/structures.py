@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from qmon import topics
 from qmon.alerts import alert, plural
+from qmon.dedup import Recent
 from qmon.ids import event_id
 
 ELEMENT_BYTES = 512
@@ -164,16 +165,6 @@ class Emit(NamedTuple):
     record: dict[str, Any]
 
 
-def evict_oldest(recent: dict[str, int], horizon: int, keep: int) -> None:
-    """Drop ids older than ``horizon`` or beyond ``keep`` from an insertion-ordered dict (oldest first)."""
-    while recent:
-        first = next(iter(recent))
-        if len(recent) > keep or recent[first] < horizon:
-            del recent[first]
-        else:
-            break
-
-
 def _pct(used: int, capacity: int) -> float:
     return round(100.0 * used / capacity, 2) if capacity > 0 else 100.0
 
@@ -194,6 +185,7 @@ class StructureMonitor:
                      "mode": None, "full": None, "near": None, "ovf_full": None, "next_scan": None,
                      "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False}
         self.state = state
+        self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
     # ---------------------------------------------------------- measures
 
@@ -229,14 +221,12 @@ class StructureMonitor:
 
     def _duplicate(self, rec: Op) -> bool:
         """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
-        q = self._q(rec.queue)
-        recent = q.setdefault("recent", {})
         key = rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
-        if key in recent:
-            return True
-        recent[key] = rec.ts
-        evict_oldest(recent, rec.ts - self.settings.dedup_window_ms, self.settings.dedup_max)
-        return False
+        return self.recent.duplicate(self._q(rec.queue), key, rec.ts)
+
+    def pack(self) -> None:
+        """Make the state compact to store (the remembered event ids of the queues touched)."""
+        self.recent.pack()
 
     def on_activity(self, rec: Op) -> list[Emit]:
         if self.d is None:

@@ -130,6 +130,7 @@ class QueueUnit:
     def _save(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
+        mon.pack()
         self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
         reconcile_timer(self.handle, self.timer, mon.next_stall_clock())
 
@@ -199,6 +200,7 @@ class StructureUnit:
 
     @_profiled("S_state_save")
     def _save(self, mon: StructureMonitor) -> None:
+        mon.pack()
         self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
         reconcile_timer(self.handle, self.timer, mon.next_scan_clock())
 

@@ -210,6 +210,33 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
                                                                              ("1PAYROLL", "approve")]
 
 
+def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path):
+    """Duplicate suppression through the real path, across micro-batches (the remembered event ids
+    are stored, packed, in the state): a redelivered PUT counts neither on its queue's depth nor on
+    its structure's usage; the next new PUT is the one that reaches both thresholds."""
+    config = Config.model_validate({
+        "kafka": {"topic_prefix": prefix, "partitions": 2},
+        "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+        "structures": [{"strname": "MSGQ1", "size": 100}],  # 200 data elements; a 51,200-byte put is half
+    })
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    send_commands(kafka_bootstrap, "IMSA", ["ALTER QMGR PERFMEV(ENABLED)",
+                                            "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
+                  ts=T0, prefix=prefix)
+    first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
+    second = activity(2, "PUT", 3_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
+    ckpt = str(tmp_path / "ckpt")
+    for batch in ([first], [first], [second]):  # one run (micro-batch) each, on the same checkpoint
+        produce_activity(kafka_bootstrap, prefix, batch)
+        assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    depth = [ms(r["ts"]) - T0 for t, r in out if t == topics.PERFORMANCE and r["type"] == "QDEPTH_HIGH"]
+    assert depth == [3_000]
+    structure = {(r["type"], ms(r["ts"]) - T0) for t, r in out if t == topics.STRUCTURE}
+    assert ("STRUCTURE_NEAR_FULL", 3_000) in structure
+    assert all(ts == 3_000 for _, ts in structure)
+
+
 def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
     """SPEC §6 through the real path: both clients get WorkAvailable when the queue gets work."""
     config = config_for(prefix)

@@ -67,22 +67,6 @@ def _profile(name: str, t0: float, c0: float) -> None:
     _PROFILE_TOTALS[name] = (wall + time.perf_counter() - t0, cpu + time.process_time() - c0)
 
 
-def _profiled(name: str) -> Any:
-    """Decorator: with QMON_PROFILE=1, add the function's wall and CPU time under ``name``."""
-    def wrap(fn: Any) -> Any:
-        if not _PROFILE:
-            return fn
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0, c0 = time.perf_counter(), time.process_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _profile(name, t0, c0)
-        return timed
-    return wrap
-
-
 def reconcile_timer(handle: StatefulProcessorHandle, timer: Any, wanted: int | None) -> None:
     """Keep exactly one event-time timer per key, at ``wanted`` (none when None); ``timer`` remembers it."""
     current = timer.get()[0] if timer.exists() else None
@@ -113,26 +97,62 @@ def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     return pdf.sort_values(["ts", "rank", "src_partition", "src_offset"], kind="stable")
 
 
-class QueueUnit:
+class _Unit:
+    """What both kinds of unit share: their state is one pickled value (plus the key's timer)."""
+
+    kind = ""  # QUEUES or STRUCTURE
+
+    def __init__(self, settings: Any, handle: StatefulProcessorHandle, blob: Any, timer: Any):
+        self.settings, self.handle, self.blob, self.timer = settings, handle, blob, timer
+
+    def monitor(self, name: str, state: dict[str, Any] | None) -> Any:
+        raise NotImplementedError
+
+    def _load(self, name: str) -> Any:
+        t0, c0 = time.perf_counter(), time.process_time()
+        state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
+        if _PROFILE:
+            _profile(f"{self.kind}_state_load", t0, c0)
+        return self.monitor(name, state)
+
+    def _store(self, mon: Any, timer_at: int | None) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        mon.pack()
+        self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
+        reconcile_timer(self.handle, self.timer, timer_at)
+        if _PROFILE:
+            _profile(f"{self.kind}_state_save", t0, c0)
+
+    def _save(self, mon: Any) -> None:
+        raise NotImplementedError
+
+    def expired(self, name: str, watermark: int) -> Iterator[pd.DataFrame]:
+        """The key's timer fired: the monitor's clock reached ``watermark``."""
+        mon = self._load(name)
+        self.timer.clear()
+        out = mon.on_clock(watermark)
+        self._save(mon)
+        if out:
+            yield encode_emits([(-1, e.record["ts"], e) for e in out])
+
+
+class QueueUnit(_Unit):
     """A shard of one queue manager's queues: ``qmon.queues`` (with interest and journals)."""
+
+    kind = QUEUES
 
     def __init__(self, settings: MonitorSettings, ttl_ms: int, handle: StatefulProcessorHandle, blob: Any,
                  timer: Any):
-        self.settings, self.ttl_ms = settings, ttl_ms
-        self.handle, self.blob, self.timer = handle, blob, timer
+        super().__init__(settings, handle, blob, timer)
+        self.ttl_ms = ttl_ms
 
-    @_profiled("Q_state_load")
-    def _load(self, qmgr: str) -> QueueMonitor:
-        state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
-        return QueueMonitor(qmgr, self.settings, state)
+    def monitor(self, name: str, state: dict[str, Any] | None) -> QueueMonitor:
+        return QueueMonitor(name, self.settings, state)
 
-    @_profiled("Q_state_save")
-    def _save(self, mon: QueueMonitor, now_ts: int | None) -> None:
+    def _save(self, mon: QueueMonitor, now_ts: int | None = None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
-        mon.pack()
-        self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
-        reconcile_timer(self.handle, self.timer, mon.next_stall_clock())
+        self._store(mon, mon.next_stall_clock())
 
     def rows(self, qmgr: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         passing = pdf["kind"].values == "P"
@@ -178,31 +198,17 @@ class QueueUnit:
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
-    def expired(self, qmgr: str, watermark: int) -> Iterator[pd.DataFrame]:
-        mon = self._load(qmgr)
-        self.timer.clear()
-        out = mon.on_clock(watermark)
-        self._save(mon, None)
-        if out:
-            yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
-
-class StructureUnit:
+class StructureUnit(_Unit):
     """One CF structure (and its overflow structure): ``qmon.structures``."""
 
-    def __init__(self, settings: StructureSettings, handle: StatefulProcessorHandle, blob: Any, timer: Any):
-        self.settings, self.handle, self.blob, self.timer = settings, handle, blob, timer
+    kind = STRUCTURE
 
-    @_profiled("S_state_load")
-    def _load(self, name: str) -> StructureMonitor:
-        state = pickle.loads(self.blob.get()[0]) if self.blob.exists() else None
+    def monitor(self, name: str, state: dict[str, Any] | None) -> StructureMonitor:
         return StructureMonitor(name, self.settings, state)
 
-    @_profiled("S_state_save")
     def _save(self, mon: StructureMonitor) -> None:
-        mon.pack()
-        self.blob.update((pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL),))
-        reconcile_timer(self.handle, self.timer, mon.next_scan_clock())
+        self._store(mon, mon.next_scan_clock())
 
     def rows(self, name: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         mon = self._load(name)
@@ -218,14 +224,6 @@ class StructureUnit:
         self._save(mon)
         if emits:
             yield encode_emits(emits)
-
-    def expired(self, name: str, watermark: int) -> Iterator[pd.DataFrame]:
-        mon = self._load(name)
-        self.timer.clear()
-        out = mon.on_clock(watermark)
-        self._save(mon)
-        if out:
-            yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
 
 class MonitorProcessor(StatefulProcessor):

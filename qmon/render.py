@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from qmon import topics
+from qmon.timeconv import from_ms
 
 _COLOURS = {"CRITICAL": "\033[31;1m", "WARNING": "\033[33m", "INFO": "\033[36m", "OK": "\033[32m",
             "ERROR": "\033[31m"}
@@ -16,7 +17,7 @@ def _time(ms: Any) -> str:
     if isinstance(ms, dt.datetime):
         return ms.strftime("%H:%M:%S.%f")[:-3]
     if isinstance(ms, int):
-        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        return from_ms(ms).strftime("%H:%M:%S.%f")[:-3]
     return "--:--:--"
 
 
@@ -48,7 +49,11 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
             text += f" {r['message']}"
         text += f" | {r['summary']}"
     elif topic == topics.OVERFLOW:
-        offered = ", ".join(f"{c['queue']}({c['elements']}):{c['decision']}" for c in r.get("candidates", []))
+        offered = ", ".join(
+            f"{c['queue']}({c['elements']}):{c['decision']}"
+            + (" (no room in the overflow structure)" if c["decision"] == "approve" and not c.get("in_overflow", True)
+               else "")
+            for c in r.get("candidates", []))
         text = (f"OVERFLOW_CANDIDATES {r['structure']} usage {r['usage_pct']:.1f}% target {r['target_pct']:.1f}% "
                 f"-> {r['usage_after_pct']:.1f}% [{offered}]")
     elif topic == topics.NOTIFY:

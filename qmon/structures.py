@@ -23,7 +23,25 @@ no Kafka, no clock.  Follows SPEC §5 and seeds 000 and 004.
 
 Choices where the seeds are silent (documented in the README):
 
-* A GET without ``msg_bytes`` frees the queue's average message size in elements.
+* A GET frees exactly what the put of that message took, ready and staging parts, in FIFO
+  order per queue (seed 004: MSG2A and MSG2B are deleted together).  Each queue keeps its
+  messages' sizes as runs ``[count, ready elements, staging elements]`` (equal sizes share a
+  run), at most ``FIFO_MAX_RUNS`` runs: past that the two oldest runs merge, their gets then
+  free the run's average and its last get the rest, so totals stay exact.  A GET with
+  ``msg_bytes`` takes the oldest message of that size if one is queued (a get by message id).
+  A GET for a queue with no message qmon saw put frees nothing.
+* Thresholds compare exact element counts (``used * 100 >= pct * capacity``); percentages
+  are rounded for display only.
+* Candidate selection runs when the threshold is *reached*: primary usage goes from below
+  OVFLWMAX to at or above it.  Usage that stays above it selects nothing more; it is reached
+  again once usage has been below OVFLWMAX (after a selection moved queues, or gets).
+* The overflow structure has a size: an approved queue moves only if its elements fit in the
+  overflow structure's free space; otherwise it stays in the primary, not in overflow mode
+  (``in_overflow`` false in the OverflowCandidates record), and selection goes on with the
+  next candidate.
+* Hysteresis: STRUCTURE_NEAR_FULL resolves when usage falls below FULLTHRESHOLD − ``clear_margin``
+  points; STRUCTURE_FULL and OVERFLOW_STRUCTURE_FULL are relieved when a get brings usage below
+  100 − ``clear_margin`` (default 5 points each).
 * START carries a depth but no sizes, so it does not change structure accounting.
 * Near-full is judged after alter and overflow have acted on the put, so a crossing that
   an alter removes at once raises nothing.
@@ -35,7 +53,6 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -46,7 +63,9 @@ from qmon.ids import event_id
 
 ELEMENT_BYTES = 512
 MAX_APPROVED = 512
-STATE_VERSION = 1
+STATE_VERSION = 2
+#: runs of message sizes kept per queue (see _fifo_push); bounded state per queue
+FIFO_MAX_RUNS = 64
 
 #: IMS queue types (SPEC §5.1): first character of the queue name.
 QUEUE_TYPES = {"1": "transaction ready", "2": "transaction staging", "3": "suspend", "4": "serial",
@@ -70,6 +89,48 @@ def staging_queue(queue: str) -> str | None:
 def elements(nbytes: int | None) -> int:
     """Data elements a message of ``nbytes`` takes: ceil(bytes / 512), at least 1."""
     return max(1, -(-int(nbytes or 0) // ELEMENT_BYTES))
+
+
+def at_or_above(used: int, capacity: int, pct: int | float) -> bool:
+    """``used / capacity >= pct %`` on exact counts (69.995 % is below 70 %)."""
+    return used * 100 >= pct * capacity
+
+
+def _fifo_push(fifo: list[list[int]], ready: int, staging: int) -> None:
+    """Queue a message of ``ready`` + ``staging`` elements.  Runs ``[count, ready, staging]`` hold
+    totals; a message of the newest run's size joins it.  Past FIFO_MAX_RUNS the two oldest runs
+    merge: their messages then free the run's average, the last one the rest (totals stay exact)."""
+    if fifo:
+        last = fifo[-1]
+        c, r, s = last
+        if r == ready * c and s == staging * c:
+            last[0], last[1], last[2] = c + 1, r + ready, s + staging
+            return
+    fifo.append([1, ready, staging])
+    if len(fifo) > FIFO_MAX_RUNS:
+        (c1, r1, s1), (c2, r2, s2) = fifo[0], fifo[1]
+        fifo[0:2] = [[c1 + c2, r1 + r2, s1 + s2]]
+
+
+def _fifo_take(fifo: list[list[int]], want: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """Take the oldest message (or the oldest of exactly ``want`` = (ready, staging) elements, if
+    one is queued); returns its (ready, staging) elements, or None when nothing is queued."""
+    if not fifo:
+        return None
+    i = 0
+    if want is not None:
+        for j, (c, r, s) in enumerate(fifo):
+            if r == want[0] * c and s == want[1] * c:
+                i = j
+                break
+    run = fifo[i]
+    c, r, s = run
+    if c == 1:
+        del fifo[i]
+        return r, s
+    fr, fs = r // c, s // c
+    run[0], run[1], run[2] = c - 1, r - fr, s - fs
+    return fr, fs
 
 
 # ---------------------------------------------------------------- the overflow exit
@@ -125,6 +186,7 @@ class StructureDef:
     lgmsgsz: int = 4096
     overflow_scan_interval_ms: int = 15 * 60 * 1000
     resource: bool = False  # resource structures never overflow
+    clear_margin: int = 5  # points below a threshold an alert needs to resolve (hysteresis)
 
     @property
     def target(self) -> int:
@@ -166,7 +228,8 @@ class Emit(NamedTuple):
 
 
 def _pct(used: int, capacity: int) -> float:
-    return round(100.0 * used / capacity, 2) if capacity > 0 else 100.0
+    """Usage for display (rounded); decisions use ``at_or_above`` on exact counts."""
+    return min(100.0, round(100.0 * used / capacity, 2)) if capacity > 0 else 100.0
 
 
 # ---------------------------------------------------------------- the monitor
@@ -183,7 +246,10 @@ class StructureMonitor:
             size = self.d.initsize or self.d.size if self.d else 0
             state = {"v": STATE_VERSION, "size_kb": size, "used": 0, "ovf_used": 0, "queues": {},
                      "mode": None, "full": None, "near": None, "ovf_full": None, "next_scan": None,
-                     "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False}
+                     "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False,
+                     "above": False}
+        elif state.get("v", 1) < STATE_VERSION:
+            state = _migrate(state)
         self.state = state
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
@@ -206,7 +272,7 @@ class StructureMonitor:
     def _q(self, name: str) -> dict[str, Any]:
         q = self.state["queues"].get(name)
         if q is None:
-            q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False}
+            q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False, "fifo": []}
         return q
 
     def _emit(self, type_: str, state: str, alert_id: str, severity: str, ts: int, source: str, *,
@@ -328,10 +394,22 @@ class StructureMonitor:
                 st["ovf_used"] += n
             else:
                 st["used"] += n
-        if self.usage() >= d.ovflwmax:
-            out.extend(self._threshold(rec, before))
+        _fifo_push(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
+        if at_or_above(st["used"], self.capacity, d.ovflwmax):
+            if not st["above"]:  # reached: from below OVFLWMAX to at or above it
+                st["above"] = True
+                out.extend(self._threshold(rec, before))
+        out.extend(self._rearm())
         out.extend(self._near_full(rec, before))
         return out
+
+    def _rearm(self) -> list[Emit]:
+        """Usage below OVFLWMAX again: the next time it reaches the threshold counts as reached again."""
+        d, st = self.d, self.state
+        assert d is not None
+        if st["above"] and not at_or_above(st["used"], self.capacity, d.ovflwmax):
+            st["above"] = False
+        return []
 
     def _threshold(self, rec: Op, before: float) -> list[Emit]:
         """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
@@ -344,7 +422,7 @@ class StructureMonitor:
             old = st["size_kb"]
             usage_before = self.usage()
             target = d.target
-            want = math.ceil(st["used"] * 100 / (2 * target)) if target > 0 else d.size
+            want = -(-st["used"] * 100 // (2 * target)) if target > 0 else d.size
             st["size_kb"] = max(old, min(d.size, want))
             aid = event_id("alter", self.name, rec.event_id)
             out.append(self._emit(
@@ -356,7 +434,7 @@ class StructureMonitor:
                          + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")),
                 action=("None now. If alters recur, raise INITSIZE in the CFRM policy; at SIZE the next "
                         "threshold puts the structure into overflow mode.")))
-            if self.usage() < d.ovflwmax:
+            if not at_or_above(st["used"], self.capacity, d.ovflwmax):
                 return out
         if d.resource:
             return out  # resource structures never overflow
@@ -386,15 +464,20 @@ class StructureMonitor:
                        if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0),
                       key=lambda x: (-x[0], x[1]))
         remaining = st["used"]
+        ovf_free = self.ovf_capacity - st["ovf_used"]
         candidates, approved = [], []
         for el, name in pool:
-            if _pct(remaining, self.capacity) <= d.target or len(approved) >= MAX_APPROVED:
+            if remaining * 100 <= d.target * self.capacity or len(approved) >= MAX_APPROVED:
                 break
             decision = self.settings.overflow_exit.decide(self.name, name, el)
-            candidates.append({"queue": name, "elements": el, "decision": decision})
-            if decision == "approve":
+            fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size (seed 004)
+            candidates.append({"queue": name, "elements": el, "decision": decision,
+                               "in_overflow": decision == "approve" and fits})
+            if decision == "approve" and fits:
                 approved.append(name)
                 remaining -= el
+                if d.ovflwstr:
+                    ovf_free -= el
         out = [Emit(topics.OVERFLOW, self.name, {
             "event_id": event_id("candidates", self.name, rec.event_id), "structure": self.name, "ts": rec.ts,
             "usage_pct": usage_before, "target_pct": float(d.target), "candidates": candidates,
@@ -411,20 +494,28 @@ class StructureMonitor:
         d, st = self.d, self.state
         assert d is not None
         q = st["queues"].get(rec.queue)
-        if q is None or q["msgs"] <= 0:
-            return []  # nothing qmon knows of to take (activity before qmon started)
+        if q is None or not q["fifo"]:
+            return []  # no message qmon saw put (activity before qmon started): nothing to free
         before, ovf_before = self.usage(), self.ovf_usage()
+        want = None
         if rec.msg_bytes is not None:
-            parts = self._split(rec.queue, rec.msg_bytes)
-        else:
-            parts = [(rec.queue, -(-q["el"] // q["msgs"]))]
+            split = self._split(rec.queue, rec.msg_bytes)
+            want = (split[0][1], split[1][1] if len(split) > 1 else 0)
+        taken = _fifo_take(q["fifo"], want)
+        assert taken is not None
+        ready, staging = taken
+        parts = [(rec.queue, ready)]
+        staging_name = staging_queue(rec.queue)
+        if staging and staging_name is not None:
+            parts.append((staging_name, staging))
         freed_primary = freed_ovf = 0
         for name, n in parts:
             pq = st["queues"].get(name)
-            if pq is None or pq["msgs"] <= 0:
+            if pq is None:
                 continue
-            n = pq["el"] if pq["msgs"] == 1 else min(n, pq["el"])  # the last message frees what is left
-            pq["msgs"] -= 1
+            n = min(n, pq["el"])
+            if pq["msgs"] > 0 and (n > 0 or name == rec.queue):
+                pq["msgs"] -= 1  # (a staging part of a merged run's average may be 0 elements)
             pq["el"] -= n
             if self._in_overflow_structure(name):
                 st["ovf_used"] -= n
@@ -433,22 +524,26 @@ class StructureMonitor:
                 st["used"] -= n
                 freed_primary += n
         out: list[Emit] = []
-        if st["full"] is not None and freed_primary > 0:
+        clear = 100 - d.clear_margin
+        if st["full"] is not None and freed_primary > 0 and not at_or_above(st["used"], self.capacity, clear):
             aid, st["full"] = st["full"], None
             out.append(self._emit(
                 "STRUCTURE_FULL_RELIEVED", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
                 usage_before_pct=before, usage_after_pct=self.usage(),
-                summary=f"Structure {self.name} is no longer full: a get from {rec.queue} freed space.",
+                summary=(f"Structure {self.name} is no longer full: gets freed space and it is {self.usage()}% used "
+                         f"(below {clear}%)."),
                 action="None; check that the consumers keep up."))
-        if st["ovf_full"] is not None and freed_ovf > 0:
+        if (st["ovf_full"] is not None and freed_ovf > 0
+                and not at_or_above(st["ovf_used"], self.ovf_capacity, clear)):
             aid, st["ovf_full"] = st["ovf_full"], None
             out.append(self._emit(
                 "OVERFLOW_STRUCTURE_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
                 qmgr=rec.qmgr, usage_before_pct=ovf_before, usage_after_pct=self.ovf_usage(),
-                summary=f"Overflow structure {d.ovflwstr} of {self.name} has room again.",
+                summary=f"Overflow structure {d.ovflwstr} of {self.name} has room again ({self.ovf_usage()}% used).",
                 action="None."))
-        if st["mode"] is not None and not d.ovflwstr and self.usage() <= d.target:
+        if st["mode"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
             out.extend(self._end_overflow(rec.ts, rec.event_id, before))
+        out.extend(self._rearm())
         out.extend(self._near_full(rec, before))
         return out
 
@@ -479,7 +574,7 @@ class StructureMonitor:
         d, st = self.d, self.state
         assert d is not None
         usage = self.usage()
-        if st["near"] is None and usage >= d.fullthreshold:
+        if st["near"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
             st["near"] = event_id("near", self.name, rec.event_id)
             return [self._emit(
                 "STRUCTURE_NEAR_FULL", "FIRING", st["near"], "WARNING", rec.ts, rec.event_id, queue=rec.queue,
@@ -491,13 +586,14 @@ class StructureMonitor:
                          f"{d.fullthreshold}%; at 100% puts are rejected (CQS0205E)."),
                 action=("Find the deepest queues of the structure and drain them; consider a larger SIZE or an "
                         "overflow structure."))]
-        if st["near"] is not None and usage < d.fullthreshold:
+        if st["near"] is not None and not at_or_above(st["used"], self.capacity, d.fullthreshold - d.clear_margin):
             aid, st["near"] = st["near"], None
             return [self._emit(
                 "STRUCTURE_NEAR_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
                 qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=usage,
                 message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
-                summary=f"Structure {self.name} is back below its full threshold: {usage}% used.",
+                summary=(f"Structure {self.name} is {usage}% used, back below its full threshold of "
+                         f"{d.fullthreshold}% by more than {d.clear_margin} points."),
                 action="None.")]
         return []
 
@@ -552,6 +648,17 @@ class StructureMonitor:
         if st["last_clock"] is None or st["last_ts"] is None:
             return []
         return self._catch_up(st["last_ts"] + (clock - st["last_clock"]))
+
+
+def _migrate(state: dict[str, Any]) -> dict[str, Any]:
+    """State version 1 (no per-queue FIFO, no ``above``) to 2: a queue's messages become one run
+    of its totals, so its gets free the average and the last one the rest."""
+    for q in state["queues"].values():
+        if "fifo" not in q:
+            q["fifo"] = [[q["msgs"], q["el"], 0]] if q["msgs"] > 0 else []
+    state.setdefault("above", False)
+    state["v"] = STATE_VERSION
+    return state
 
 
 def run_structure_records(monitors: dict[str, StructureMonitor], settings: StructureSettings,

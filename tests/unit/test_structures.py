@@ -73,12 +73,12 @@ def test_a_long_message_splits_between_ready_and_staging_queue():
     assert qs["1TRAN"]["el"] == 0 and qs["2TRAN"]["el"] == 0 and m.state["used"] == 0
 
 
-def test_a_get_without_msg_bytes_frees_the_average_and_the_last_get_frees_the_rest():
+def test_a_get_without_msg_bytes_frees_the_oldest_message_exactly():
     m = mon(size=100)
     put(m, "1TRAN", 512)
     put(m, "1TRAN", 2048)
     get(m, "1TRAN", None)
-    assert m.state["queues"]["1TRAN"]["el"] == 2  # average of 5 elements over 2 messages: 3 freed
+    assert m.state["queues"]["1TRAN"]["el"] == 4  # FIFO: the 1-element message went first
     get(m, "1TRAN", None)
     assert m.state["used"] == 0
 
@@ -290,18 +290,21 @@ def test_structure_full_once_per_episode_and_relieved_by_a_get():
     assert types(out) == [("STRUCTURE_FULL", "FIRING")]  # once for three rejected puts
     assert out[0].record["message"] == "CQS0205E STRUCTURE MSGQ1 IS FULL"
     assert m.state["rejected"] == 3 and m.state["used"] == 20
-    out2 = get(m, "1TRAN")
+    assert types(get(m, "1TRAN")) == []  # 19/20 = 95%: not below 100 - clear_margin yet
+    out2 = get(m, "1TRAN")  # 90%
     assert types(out2)[0] == ("STRUCTURE_FULL_RELIEVED", "RESOLVED")  # then near full (at 100%) resolves
     assert out2[0].record["alert_id"] == out[0].record["alert_id"]
 
 
-def test_near_full_fires_once_on_the_upward_crossing_and_resolves_below():
+def test_near_full_fires_once_on_the_upward_crossing_and_resolves_a_margin_below():
     m = mon(size=10, ovflwmax=100, fullthreshold=80)
     out = fill(m, "1TRAN", 18)
     assert types(out) == [("STRUCTURE_NEAR_FULL", "FIRING")]  # once, at 16/20
     fire = out[0].record
     assert fire["usage_before_pct"] == 75.0 and fire["usage_after_pct"] == 80.0 and "IXC585E" in fire["message"]
-    out = get(m, "1TRAN") + get(m, "1TRAN") + get(m, "1TRAN")  # 17, 16, 15
+    out = get(m, "1TRAN") + get(m, "1TRAN") + get(m, "1TRAN")  # 17, 16, 15: 75% is not below 80 - 5
+    assert types(out) == []
+    out = get(m, "1TRAN")  # 14/20 = 70%
     assert types(out) == [("STRUCTURE_NEAR_FULL", "RESOLVED")]
     assert out[0].record["alert_id"] == fire["alert_id"]
 
@@ -324,3 +327,187 @@ def test_event_ids_are_deterministic():
 @pytest.mark.parametrize("bad", [0, -1])
 def test_elements_of_odd_sizes(bad):
     assert elements(bad) == 1
+
+
+# ---------------------------------------------------------------- exact accounting (issue 15)
+
+def test_a_get_without_msg_bytes_frees_the_long_message_and_its_staging_part():
+    """Seed 004: "IMSA deletes MSG2A and MSG2B from the structure" — both parts, exactly."""
+    m = mon(size=100, lgmsgsz=1024)
+    put(m, "5LTERM", 1024 + 3000)  # 2 elements on 5LTERM, 6 on 6LTERM
+    put(m, "5LTERM", 100)          # 1 element
+    qs = m.state["queues"]
+    assert m.state["used"] == 9 and qs["6LTERM"]["el"] == 6
+    get(m, "5LTERM", None)          # FIFO: the long message goes first, with its staging part
+    assert qs["5LTERM"]["el"] == 1 and qs["6LTERM"]["el"] == 0 and m.state["used"] == 1
+    get(m, "5LTERM", None)
+    assert m.state["used"] == 0 and qs["5LTERM"]["msgs"] == 0 and qs["6LTERM"]["msgs"] == 0
+
+
+def test_gets_free_what_each_put_took_in_fifo_order():
+    m = mon(size=100)
+    for nbytes in (512, 2048, 100, 5000):  # 1, 4, 1, 10 elements
+        put(m, "1TRAN", nbytes)
+    freed = []
+    for _ in range(4):
+        before = m.state["used"]
+        get(m, "1TRAN", None)
+        freed.append(before - m.state["used"])
+    assert freed == [1, 4, 1, 10]
+
+
+def test_a_get_with_msg_bytes_frees_that_message_even_out_of_order():
+    m = mon(size=100)
+    put(m, "1TRAN", 512)
+    put(m, "1TRAN", 5000)
+    get(m, "1TRAN", 5000)  # a get by message id: the second message
+    assert m.state["used"] == 1
+    get(m, "1TRAN", None)
+    assert m.state["used"] == 0
+
+
+def test_usage_never_drifts_over_many_mixed_puts_and_gets():
+    m = mon(size=1000, initsize=1000, lgmsgsz=1024, ovflwmax=100, fullthreshold=100)
+    sizes = [100, 1500, 4000, 512, 513, 9000]
+    for i in range(300):
+        put(m, "1TRAN", sizes[i % len(sizes)])
+    for _ in range(300):
+        get(m, "1TRAN", None)
+    assert m.state["used"] == 0
+    assert all(q["el"] == 0 and q["msgs"] == 0 for q in m.state["queues"].values())
+
+
+def test_the_per_queue_fifo_is_bounded_and_totals_stay_exact():
+    from qmon.structures import FIFO_MAX_RUNS
+
+    m = mon(size=10_000, initsize=10_000, ovflwmax=100, fullthreshold=100)
+    for i in range(10 * FIFO_MAX_RUNS):
+        put(m, "1TRAN", 512 * (1 + i % 7))  # a new size every message: no two runs merge by themselves
+    assert len(m.state["queues"]["1TRAN"]["fifo"]) <= FIFO_MAX_RUNS
+    for _ in range(10 * FIFO_MAX_RUNS):
+        get(m, "1TRAN", None)
+    assert m.state["used"] == 0
+
+
+def test_a_get_for_a_message_qmon_never_saw_put_frees_nothing():
+    m = mon(size=100)
+    put(m, "1TRAN", 512)
+    assert get(m, "1OTHER", 5000) == [] and m.state["used"] == 1
+    get(m, "1TRAN", None)
+    assert get(m, "1TRAN", 512) == [] and m.state["used"] == 0  # more gets than puts: nothing below zero
+
+
+def test_old_state_without_the_fifo_loads_and_frees_the_average():
+    m = mon(size=100)
+    put(m, "1TRAN", 512)
+    put(m, "1TRAN", 2048)
+    state = m.state
+    for q in state["queues"].values():
+        del q["fifo"]
+    state["v"] = 1
+    state.pop("above", None)
+    m2 = StructureMonitor("MSGQ1", m.settings, state)
+    get(m2, "1TRAN", None)
+    get(m2, "1TRAN", None)
+    assert m2.state["used"] == 0 and m2.state["v"] == 2
+
+
+# ---------------------------------------------------------------- the overflow structure has a size
+
+def test_approved_queues_move_only_while_they_fit_in_the_overflow_structure():
+    m = mon(size=10, ovflwstr="OVF1", ovflwsize=4)  # 8 elements of overflow
+    fill(m, "1BIG", 9)
+    out = fill(m, "1MID", 5)  # 14/20 = 70%: 1BIG (9) does not fit in 8, 1MID (5) does
+    cands = [e.record for e in out if e.topic == topics.OVERFLOW][0]["candidates"]
+    assert [(c["queue"], c["decision"], c["in_overflow"]) for c in cands] == [
+        ("1BIG", "approve", False), ("1MID", "approve", True)]
+    assert m.state["ovf_used"] == 5 and m.state["used"] == 9
+    assert not m.state["queues"]["1BIG"]["ovf"] and m.state["queues"]["1MID"]["ovf"]
+    assert m.ovf_usage() <= 100.0
+
+
+def test_overflow_usage_is_never_reported_above_100_percent():
+    m = mon(size=10, ovflwstr="OVF1", ovflwsize=3)  # 6 elements of overflow
+    fill(m, "1BIG", 10)
+    out = fill(m, "1SML", 4) + fill(m, "1SML", 20) + fill(m, "1BIG", 5)
+    assert m.state["ovf_used"] <= m.ovf_capacity
+    for e in out:
+        for k in ("usage_before_pct", "usage_after_pct", "usage_pct"):
+            assert (e.record.get(k) or 0) <= 100.0
+
+
+# ---------------------------------------------------------------- selection when the threshold is reached
+
+def test_selection_runs_when_the_threshold_is_reached_not_on_every_put_above_it():
+    """Seeds 000/004: with an overflow structure whose exit rejects everything, the puts above
+    OVFLWMAX give one selection, not one per put."""
+    m = mon((ExitRule("1*", "reject"),), size=10, ovflwstr="OVF1", ovflwsize=100, fullthreshold=100)
+    out = fill(m, "1TRAN", 14)  # 70%: one selection, all rejected
+    out += fill(m, "1TRAN", 4)  # 90%: still above, no new selection
+    assert sum(1 for e in out if e.topic == topics.OVERFLOW) == 1
+
+
+def test_reached_again_means_from_below_ovflwmax_to_at_or_above_it():
+    m = mon((ExitRule("1*", "reject"),), size=10, ovflwstr="OVF1", ovflwsize=100, fullthreshold=100)
+    fill(m, "1TRAN", 14)  # reached: selection 1
+    get(m, "1TRAN")       # 13/20 = 65%: below again
+    out = fill(m, "1TRAN", 1)  # 70%: reached again: selection 2
+    assert sum(1 for e in out if e.topic == topics.OVERFLOW) == 1
+    out = fill(m, "1TRAN", 1)  # 75%: still above
+    assert not [e for e in out if e.topic == topics.OVERFLOW]
+
+
+# ---------------------------------------------------------------- exact thresholds
+
+def test_thresholds_compare_exact_element_counts_not_rounded_percentages():
+    # 13999 of 20000 elements is 69.995%: below OVFLWMAX 70 although it rounds to 70.0
+    m = mon(size=10_000, initsize=10_000, ovflwmax=70, fullthreshold=100)
+    out = fill(m, "1TRAN", 13_999)
+    assert round(m.usage(), 1) == 70.0 and not [e for e in out if e.topic == topics.OVERFLOW]
+    assert m.state["mode"] is None
+    out = fill(m, "1TRAN", 1)  # 14000/20000 = 70% exactly
+    assert types(out)[0] == ("OVERFLOW_MODE_ENTERED", "FIRING")
+
+
+def test_near_full_compares_exact_counts():
+    m = mon(size=10_000, initsize=10_000, ovflwmax=100, fullthreshold=80)
+    out = fill(m, "1TRAN", 15_999)  # 79.995%
+    assert types(out) == []
+    assert types(fill(m, "1TRAN", 1)) == [("STRUCTURE_NEAR_FULL", "FIRING")]
+
+
+# ---------------------------------------------------------------- hysteresis: a wobble is one episode
+
+def test_near_full_wobbling_across_its_threshold_is_one_episode():
+    m = mon(size=50, initsize=50, ovflwmax=100, fullthreshold=80)  # 100 elements, default clear margin 5 points
+    out = fill(m, "1TRAN", 80)  # 80%: FIRING
+    for _ in range(10):  # wobble 79% <-> 80%
+        out += get(m, "1TRAN") + put(m, "1TRAN")
+    assert types(out) == [("STRUCTURE_NEAR_FULL", "FIRING")]
+    for _ in range(5):
+        out += get(m, "1TRAN")  # 75%: not yet below 80 - 5
+    assert types(out) == [("STRUCTURE_NEAR_FULL", "FIRING")]
+    out += get(m, "1TRAN")  # 74%: resolved
+    assert types(out) == [("STRUCTURE_NEAR_FULL", "FIRING"), ("STRUCTURE_NEAR_FULL", "RESOLVED")]
+
+
+def test_structure_full_wobbling_at_capacity_is_one_episode():
+    m = mon(size=50, initsize=50, ovflwmax=100, fullthreshold=100, resource=True)  # 100 elements
+    out = fill(m, "1TRAN", 101)  # the 101st is rejected: FIRING
+    for _ in range(10):  # a consumer and a producer at the same rate, at the brim
+        out += get(m, "1TRAN") + put(m, "1TRAN") + put(m, "1TRAN")
+    assert [t for t in types(out) if t[0].startswith("STRUCTURE_FULL")] == [("STRUCTURE_FULL", "FIRING")]
+    for _ in range(6):
+        out += get(m, "1TRAN")  # 94%: below 100 - 5
+    assert [t for t in types(out) if t[0].startswith("STRUCTURE_FULL")] == [
+        ("STRUCTURE_FULL", "FIRING"), ("STRUCTURE_FULL_RELIEVED", "RESOLVED")]
+
+
+def test_overflow_mode_without_an_overflow_structure_wobbling_is_one_episode():
+    m = mon(size=10, fullthreshold=100)
+    fill(m, "1BIG", 10)
+    out = fill(m, "1SML", 4)  # 70%: overflow mode; 1BIG's puts rejected
+    for _ in range(5):  # wobble around OVFLWMAX and just above the target
+        out += get(m, "1SML") + put(m, "1SML") + put(m, "1BIG")
+    kinds = [t for t in types(out) if t[0] in ("OVERFLOW_MODE_ENTERED", "OVERFLOW_MODE_ENDED", "QUEUE_PUTS_REJECTED")]
+    assert kinds == [("OVERFLOW_MODE_ENTERED", "FIRING"), ("QUEUE_PUTS_REJECTED", "FIRING")]

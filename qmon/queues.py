@@ -15,6 +15,13 @@ SPEC §3, §4 and §9:
   kept regardless, so enabling takes effect on the next put or get.
 * An event's statistics run from the previous reset up to and including the
   generating operation; then they reset.
+* A queue seen non-empty while its timer is OFF (qmon started against a running
+  queue manager: a PUT whose ``depth_after`` shows messages were there before) has
+  its timer started at that record's time, as at queue-manager start-up.
+* The stall alert (beyond MQ) fires once when a watched queue goes longer than
+  QSVCINT without a get, and resolves when a get serves the queue within its
+  interval (the get MQ would answer with OK) or empties it, or on START: a slow
+  consumer whose every get comes late is one episode, not one per get.
 
 The monitor is a *shard* of one queue manager: the Spark job splits a queue
 manager's queues over a few shards (buckets) so that the fixed per-key cost of
@@ -268,6 +275,12 @@ class QueueMonitor:
             before = q["depth"] if rec.depth_after is None else max(0, rec.depth_after - 1)
             after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
             q["depth"] = after
+            if before > 0 and q["timer"] is None:
+                # Seen non-empty with the timer OFF: qmon started against a running queue manager (or
+                # missed the put that filled it).  As at queue-manager start-up (seed 001) the timer runs
+                # from now.
+                q["timer"] = rec.ts
+                q["timer_clock"] = clock
             q["enq"] += 1
             q["high_depth"] = max(q["high_depth"], after)
             if q["timer"] is not None and enabled and a["QSVCIEV"] == "HIGH":
@@ -290,6 +303,8 @@ class QueueMonitor:
         after = max(0, before - 1) if rec.depth_after is None else max(0, rec.depth_after)
         q["deq"] += 1
         q["depth"] = after
+        # served within its interval (what MQ would call OK), or emptied: the end of a stall episode
+        served = after == 0 or (q["timer"] is not None and rec.ts - q["timer"] <= a["QSVCINT"])
         if before > 0 and q["timer"] is not None and enabled:
             elapsed = rec.ts - q["timer"]
             if elapsed > a["QSVCINT"] and a["QSVCIEV"] == "HIGH":
@@ -309,7 +324,9 @@ class QueueMonitor:
             a["QDPLOEV"] = False
             a["QDPHIEV"] = True
             a["QDPMAXEV"] = True
-        out.extend(self._resolve_stall(rec.queue, q, rec, "a get serviced the queue"))
+        if served:
+            why = "a get emptied the queue" if after == 0 else "a get served it within its service interval"
+            out.extend(self._resolve_stall(rec.queue, q, rec, why))
         return out
 
     # ------------------------------------------------------------ stall alert (SPEC §9)
@@ -447,9 +464,15 @@ class QueueMonitor:
 
     # ------------------------------------------------------------ TTL
 
+    def forgettable(self, name: str, q: QueueState) -> bool:
+        """Only an empty queue with the settings it would get anew (not DEFINEd, not ALTERed, no High/OK
+        flip-flop state) and no FIRING alert may be forgotten: nothing an operator or MQ would keep is lost."""
+        return (q["depth"] == 0 and not q["defined"] and q["stall"] is None and q["timer"] is None
+                and q["attrs"] == self.settings.attrs_for(name))
+
     def expire(self, now_ts: int, ttl_ms: int) -> list[str]:
-        """Forget queues with no activity for ``ttl_ms`` of event time; returns their names."""
-        gone = [n for n, q in self.queues.items() if now_ts - q["last_ts"] > ttl_ms and not q["defined"]]
+        """Forget idle queues (no activity for ``ttl_ms`` of event time) that are ``forgettable``."""
+        gone = [n for n, q in self.queues.items() if now_ts - q["last_ts"] > ttl_ms and self.forgettable(n, q)]
         for n in gone:
             del self.queues[n]
         return gone

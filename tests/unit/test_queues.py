@@ -314,6 +314,7 @@ def test_expire_drops_idle_queues_only():
     mon = monitor()
     f = Feed(mon)
     f("PUT", 0, queue="OLD")
+    f("GET", 1, queue="OLD")
     f("PUT", 100_000, queue="NEW")
     assert mon.expire(100_000, 50_000) == ["OLD"]
     assert set(mon.queues) == {"NEW"}
@@ -323,3 +324,61 @@ def test_expire_drops_idle_queues_only():
 def test_unknown_state_version_is_refused(bad_state):
     with pytest.raises(ValueError, match="version"):
         QueueMonitor(QM, MonitorSettings(), bad_state)
+
+
+# ---------------------------------------------------------------- issue 15: start-up, bounded state, calm stalls
+
+
+def test_a_queue_first_seen_non_empty_has_a_running_service_timer():
+    """Seed 001: "At queue manager startup the service timer is set to startup time if the queue depth
+    is greater than zero" — qmon starting against a running queue manager is that start-up."""
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    f = Feed(mon)
+    assert f.types("PUT", 0, depth_after=5) == []  # 4 messages were there before: timer from ts 0
+    assert mon.queues[Q]["timer"] == 0
+    assert f.types("PUT", 20_000, depth_after=6) == ["QSVCINT_HIGH"]
+
+
+def test_a_dead_consumer_on_a_queue_first_seen_non_empty_stalls():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    f = Feed(mon)
+    f("PUT", 0, depth_after=3, clock=0)
+    assert mon.next_stall_clock() == 10_001
+    assert [e.record["type"] for e in mon.on_clock(10_001)] == ["QUEUE_STALLED"]
+
+
+def test_bounded_state_keeps_queues_with_messages_altered_settings_or_a_firing_alert():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)  # MYQUEUE is ALTERed
+    f = Feed(mon)
+    f("PUT", 0, queue="FULL.Q")              # holds a message
+    f("PUT", 0)                              # MYQUEUE: altered settings, holds a message
+    f("GET", 1)                              # ... now empty, still altered
+    f("PUT", 0, queue="STALLED.Q")
+    mon.on_command(parse_command("ALTER QLOCAL(STALLED.Q) QSVCIEV(HIGH) QSVCINT(10)"), 0, "c", reply=False)
+    mon.on_clock(1_000)                      # STALLED.Q: QUEUE_STALLED FIRING
+    f("PUT", 0, queue="IDLE.Q")
+    f("GET", 1, queue="IDLE.Q")              # empty, default settings
+    assert mon.expire(10**10, 1_000) == ["IDLE.Q"]
+    assert set(mon.queues) == {"FULL.Q", Q, "STALLED.Q"}
+    # the FIRING stall is not orphaned: it still resolves
+    out = f("GET", 2_000, queue="STALLED.Q")
+    assert [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"] == [("QUEUE_STALLED", "RESOLVED")]
+
+
+def test_a_slow_consumer_is_one_stall_episode_not_one_per_get():
+    """A consumer getting one message every 1.5 x QSVCINT: MQ's High events aside, the stall fires once
+    and resolves when the queue is served within its interval again (or empties)."""
+    mon = monitor(qsvciev="HIGH", qsvcint=1_000)
+    f = Feed(mon)
+    for _ in range(20):
+        f("PUT", 0, clock=0)
+    out = [e.record for e in mon.on_clock(1_001)]
+    t = 0
+    for _ in range(8):  # slow gets, each more than QSVCINT after the last
+        t += 1_500
+        out += [e.record for e in mon.on_clock(t)]
+        out += f("GET", t, clock=t)
+    stalls = [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"]
+    assert stalls == [("QUEUE_STALLED", "FIRING")]
+    out = f("GET", t + 200, clock=t + 200)  # served within QSVCINT: the episode ends
+    assert [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"] == [("QUEUE_STALLED", "RESOLVED")]

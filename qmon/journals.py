@@ -1,6 +1,8 @@
 """Journal receiver monitoring for IBM MQ for IBM i (SPEC §8, seed 003).  Pure.
 
-Receivers of a queue manager's AMQAJRN journal are named ``AMQArnnnnn``:
+Each queue manager instance has a journal ``QMGRLIB/AMQAJRN`` in the queue manager library, where
+``A`` is the letter of the instance (A for a single-instance queue manager; it varies between the
+instances of a multi-instance one).  Its receivers are named ``AMQArnnnnn`` with the same letter:
 
 * ``A`` (the instance letter): A-Z; A for a single-instance queue manager;
 * ``r`` (the restore digit): 0-9, incremented each time a receiver is restored;
@@ -20,14 +22,25 @@ present) qmon raises, as FIRING/RESOLVED episodes (SPEC §9):
 * NAME_SPACE_EXHAUSTED: no name in the sequence is free;
 * RECEIVER_SWITCHED (INFO): the attached receiver changed since the last status.
 
-A status older than the newest one seen for the journal is stale and ignored, so
-a replayed or reordered status raises nothing new.
+The journal of a status is named after its attached receiver's instance letter:
+receiver ``AMQB000001`` is attached to journal ``LIB/AMQBJRN``, and every alert names
+that journal (``structure``, summary, the CHGJRN command).  State is kept per journal
+(library and instance), so statuses from two instances of a multi-instance queue
+manager never look like a switch between them, and a status older than the newest one
+seen for its journal is stale and ignored, so a replayed or reordered status raises
+nothing new.  The attached receiver always exists, whether or not the status lists it
+among the receivers present.
+
+State written by earlier versions was keyed by library alone; it is migrated on first
+use to the journal of the instance of the receiver it last saw attached (instance A if
+none), keeping its open episodes, so their RESOLVED still follow.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from qmon import topics
 from qmon.alerts import alert
@@ -78,14 +91,35 @@ def next_name(name: str) -> str:
 
 
 def first_free(name: str, present: Iterable[str]) -> str | None:
-    """The first name after ``name`` in its sequence that is not present, or None if all are taken."""
+    """The first name after ``name`` in its sequence that is not present, or None if all are taken.
+
+    ``name`` itself is never offered: it is the attached receiver, which exists whether or not
+    ``present`` lists it.
+    """
     taken = set(present)
     r = parse(name)
-    for step in range(1, SEQUENCE_SIZE + 1):
+    for step in range(1, SEQUENCE_SIZE):
         candidate = Receiver(r.instance, r.restore, (r.sequence + step) % SEQUENCE_SIZE).name
         if candidate not in taken:
             return candidate
     return None
+
+
+def journal_name(library: str, attached: str) -> str:
+    """``LIB/AMQxJRN``: the journal the receiver ``attached`` belongs to (x: its instance letter)."""
+    return f"{library}/AMQ{parse(attached).instance}JRN"
+
+
+def _migrate(state: dict[str, Any]) -> None:
+    """Re-key state of earlier versions (library -> dict) by journal (``LIB/AMQxJRN`` -> dict), in place."""
+    for key in [k for k in state if "/" not in k]:
+        j = state.pop(key)
+        try:
+            new = journal_name(key, j["attached"])
+        except ReceiverNameError:  # never attached (cannot happen in saved state): the single instance
+            new = f"{key}/AMQAJRN"
+        if new not in state or (j.get("ts") or 0) > (state[new].get("ts") or 0):
+            state[new] = j
 
 
 class JournalStatus(NamedTuple):
@@ -100,16 +134,18 @@ class JournalStatus(NamedTuple):
 
 
 class JournalMonitor:
-    """Episodes of the journals of one queue manager (state: library -> dict)."""
+    """Episodes of the journals of one queue manager (state: journal ``LIB/AMQxJRN`` -> dict)."""
 
     def __init__(self, qmgr: str, state: dict[str, Any], near_pct: int = 90):
         self.qmgr = qmgr
         self.state = state
         self.near_pct = near_pct
+        if any("/" not in k for k in state):
+            _migrate(state)
 
     def _emit(self, s: JournalStatus, type_: str, state: str, alert_id: str, severity: str, *, summary: str,
               action: str, message: str | None = None) -> tuple[str, str, dict[str, Any]]:
-        journal = f"{s.library}/AMQAJRN"
+        journal = journal_name(s.library, s.attached)
         rec = alert(event_id("journal", self.qmgr, s.library, type_, state, alert_id, s.event_id), type_, state,
                     alert_id, severity, structure=journal, qmgr=self.qmgr, ts=s.ts, summary=summary,
                     action=action, message=message, size_kb_after=s.size_kb,
@@ -117,10 +153,12 @@ class JournalMonitor:
         return topics.STRUCTURE, f"{self.qmgr}/{s.library}", rec
 
     def on_status(self, s: JournalStatus) -> list[tuple[str, str, dict[str, Any]]]:
-        j = self.state.get(s.library)
+        journal = journal_name(s.library, s.attached)
+        jrn = journal.split("/", 1)[1]  # AMQxJRN
+        j = self.state.get(journal)
         if j is None:
-            j = self.state[s.library] = {"attached": None, "ts": None, "near": None, "blocked": None,
-                                         "exhausted": None}
+            j = self.state[journal] = {"attached": None, "ts": None, "near": None, "blocked": None,
+                                       "exhausted": None}
         if j["ts"] is not None and s.ts < j["ts"]:
             return []  # stale
         j["ts"] = s.ts
@@ -129,7 +167,7 @@ class JournalMonitor:
         if j["attached"] is not None and j["attached"] != s.attached:
             out.append(self._emit(
                 s, "RECEIVER_SWITCHED", "INFO", event_id("switch", self.qmgr, lib, j["attached"], s.attached), "INFO",
-                summary=(f"Journal AMQAJRN of {self.qmgr} (library {lib}) switched from receiver {j['attached']} "
+                summary=(f"Journal {jrn} of {self.qmgr} (library {lib}) switched from receiver {j['attached']} "
                          f"to {s.attached}."),
                 action="None. Save and delete detached receivers that are no longer needed."))
         j["attached"] = s.attached
@@ -156,6 +194,7 @@ class JournalMonitor:
         # switch blocked / name space exhausted
         nxt = next_name(s.attached)
         present = set(s.receivers)
+        present.add(s.attached)  # it exists, listed or not: never advise creating it
         blocked = nxt in present
         if blocked and j["blocked"] is None:
             j["blocked"] = event_id("blocked", self.qmgr, lib, s.attached)
@@ -164,17 +203,17 @@ class JournalMonitor:
                 s, "SWITCH_BLOCKED", "FIRING", j["blocked"], "CRITICAL",
                 message=f"CPI70E3 Journal receiver {nxt} already exists in library {lib}; automatic change stopped",
                 summary=(f"Receiver {lib}/{nxt}, the next name after the attached {s.attached}, already exists: "
-                         f"IBM i stops automatic receiver switching for journal AMQAJRN of {self.qmgr}, and "
+                         f"IBM i stops automatic receiver switching for journal {jrn} of {self.qmgr}, and "
                          f"{s.attached} keeps growing past its threshold of {s.threshold_kb} KB."),
                 action=(f"Investigate why {nxt} exists (a restored receiver?). Then create and attach a new receiver "
                         f"by hand: CRTJRNRCV JRNRCV({lib}/{free}) THRESHOLD({s.threshold_kb}) "
                         f"TEXT('MQM LOCAL JOURNAL RECEIVER'); CHGOBJOWN OBJ({lib}/{free}) OBJTYPE(*JRNRCV) "
-                        f"NEWOWN(QMQM); CHGJRN JRN({lib}/AMQAJRN) JRNRCV({lib}/{free}).")))
+                        f"NEWOWN(QMQM); CHGJRN JRN({journal}) JRNRCV({lib}/{free}).")))
         elif not blocked and j["blocked"] is not None:
             aid, j["blocked"] = j["blocked"], None
             out.append(self._emit(
                 s, "SWITCH_BLOCKED", "RESOLVED", aid, "INFO",
-                summary=(f"Journal AMQAJRN of {self.qmgr} can switch again: the next receiver name {nxt} is free."),
+                summary=(f"Journal {jrn} of {self.qmgr} can switch again: the next receiver name {nxt} is free."),
                 action="None."))
         exhausted = blocked and first_free(s.attached, present) is None
         if exhausted and j["exhausted"] is None:
@@ -183,7 +222,7 @@ class JournalMonitor:
             out.append(self._emit(
                 s, "NAME_SPACE_EXHAUSTED", "FIRING", j["exhausted"], "CRITICAL",
                 summary=(f"Every receiver name AMQ{r.instance}{r.restore}00000-AMQ{r.instance}{r.restore}99999 exists "
-                         f"in {lib}: journal AMQAJRN of {self.qmgr} has no name to switch to."),
+                         f"in {lib}: journal {jrn} of {self.qmgr} has no name to switch to."),
                 action=("Do both: 1. delete journal receivers no longer needed (save them first); 2. record the "
                         "journal changes into the latest receiver with RCDMQMIMG, then repeat step 1, so old "
                         "receiver names can be reused.")))
@@ -191,6 +230,6 @@ class JournalMonitor:
             aid, j["exhausted"] = j["exhausted"], None
             out.append(self._emit(
                 s, "NAME_SPACE_EXHAUSTED", "RESOLVED", aid, "INFO",
-                summary=f"Receiver names are free again in {lib} for journal AMQAJRN of {self.qmgr}.",
+                summary=f"Receiver names are free again in {lib} for journal {jrn} of {self.qmgr}.",
                 action="None."))
         return out

@@ -40,3 +40,27 @@ def test_each_journal_alert_through_replay(replay_factory):
     assert set(dead) == {"QMON_INVALID_FIELD", "QMON_MISSING_FIELD"}
     assert "AMQArnnnnn" in dead["QMON_INVALID_FIELD"]["error"] and dead["QMON_INVALID_FIELD"]["format"] == "JournalStatus"
     assert "journal.attached" in dead["QMON_MISSING_FIELD"]["error"]
+
+
+def test_two_instances_of_one_library_are_two_journals_through_replay(replay_factory):
+    """Multi-instance queue manager: AMQA… and AMQB… receivers in one library are journals AMQAJRN and AMQBJRN."""
+    out = replay_factory([
+        journal(0, "AMQA000123", 91_000, ["AMQA000122", "AMQA000123"]),        # A near threshold
+        journal(1_000, "AMQB000001", 10, ["AMQB000001"]),                      # B: not a switch, A's episode stays
+        journal(2_000, "AMQA000123", 92_000, ["AMQA000122", "AMQA000123"]),    # A: no repeat
+        journal(3_000, "AMQB000001", 20, ["AMQB000001", "AMQB000002"]),        # B switch blocked
+        journal(4_000, "AMQA000124", 10, ["AMQA000123", "AMQA000124"]),        # A switched, near resolved
+        journal(5_000, "AMQB000003", 5, ["AMQB000001", "AMQB000002"]),         # B switched (by hand), resolved
+    ], Config.model_validate({"monitor": {"journal_near_pct": 90}}))
+    alerts = [a for a in out if a["topic"] == topics.STRUCTURE]
+    assert [(a["type"], a["state"], a["ts"] - T0, a["structure"]) for a in alerts] == [
+        ("RECEIVER_NEAR_THRESHOLD", "FIRING", 0, "QMPAYLIB/AMQAJRN"),
+        ("SWITCH_BLOCKED", "FIRING", 3_000, "QMPAYLIB/AMQBJRN"),
+        ("RECEIVER_SWITCHED", "INFO", 4_000, "QMPAYLIB/AMQAJRN"),
+        ("RECEIVER_NEAR_THRESHOLD", "RESOLVED", 4_000, "QMPAYLIB/AMQAJRN"),
+        ("RECEIVER_SWITCHED", "INFO", 5_000, "QMPAYLIB/AMQBJRN"),
+        ("SWITCH_BLOCKED", "RESOLVED", 5_000, "QMPAYLIB/AMQBJRN")]
+    assert "from receiver AMQA000123 to AMQA000124" in alerts[2]["summary"]
+    assert "from receiver AMQB000001 to AMQB000003" in alerts[4]["summary"]
+    assert "CHGJRN JRN(QMPAYLIB/AMQBJRN) JRNRCV(QMPAYLIB/AMQB000003)" in alerts[1]["action"]
+    assert alerts[3]["alert_id"] == alerts[0]["alert_id"] and alerts[5]["alert_id"] == alerts[1]["alert_id"]

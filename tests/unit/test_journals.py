@@ -12,6 +12,7 @@ from qmon.journals import (
     Receiver,
     ReceiverNameError,
     first_free,
+    journal_name,
     next_name,
     parse,
 )
@@ -109,3 +110,97 @@ def test_journals_of_different_libraries_are_separate():
     m = JournalMonitor("PAYQM", {})
     m.on_status(status(library="LIB1", size=950))
     assert kinds(m.on_status(status(library="LIB2", size=950))) == [("RECEIVER_NEAR_THRESHOLD", "FIRING")]
+
+
+# --- issue 15 item 8: the journal's instance letter, state per journal, the attached receiver exists
+
+
+def every_name(instance="A", restore=0, but=()):
+    return tuple(n for n in (f"AMQ{instance}{restore}{i:05d}" for i in range(100_000)) if n not in but)
+
+
+def test_the_journal_is_named_after_the_attached_receivers_instance():
+    assert journal_name("QMPAYLIB", "AMQA000001") == "QMPAYLIB/AMQAJRN"
+    assert journal_name("QMPAYLIB", "AMQB000001") == "QMPAYLIB/AMQBJRN"
+
+
+def test_every_alert_of_instance_b_names_journal_amqbjrn():
+    m = JournalMonitor("PAYQM", {})
+    b = dict(attached="AMQB000123", receivers=("AMQB000123",))
+    out = m.on_status(status(**b, size=950, ts=1000))                                          # near
+    out += m.on_status(status(**{**b, "receivers": ("AMQB000123", "AMQB000124")}, size=950, ts=2000))  # blocked
+    out += m.on_status(status(**{**b, "receivers": every_name("B")}, size=950, ts=3000))       # exhausted
+    out += m.on_status(status(**b, size=950, ts=4000))                                       # both resolved
+    out += m.on_status(status(attached="AMQB000124", receivers=("AMQB000123", "AMQB000124"), size=5, ts=5000))
+    assert kinds(out) == [("RECEIVER_NEAR_THRESHOLD", "FIRING"), ("SWITCH_BLOCKED", "FIRING"),
+                          ("NAME_SPACE_EXHAUSTED", "FIRING"), ("SWITCH_BLOCKED", "RESOLVED"),
+                          ("NAME_SPACE_EXHAUSTED", "RESOLVED"), ("RECEIVER_SWITCHED", "INFO"),
+                          ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]
+    for _, _, rec in out:
+        assert rec["structure"] == "QMPAYLIB/AMQBJRN"
+        assert "AMQAJRN" not in rec["summary"] + rec["action"] + (rec["message"] or "")
+    blocked = out[1][2]
+    assert "CHGJRN JRN(QMPAYLIB/AMQBJRN) JRNRCV(QMPAYLIB/AMQB000125)" in blocked["action"]
+    assert "journal AMQBJRN of PAYQM" in blocked["summary"]
+    assert "Journal AMQBJRN of PAYQM" in out[5][2]["summary"]
+
+
+def test_two_instances_of_one_library_are_two_journals_never_a_switch():
+    m = JournalMonitor("PAYQM", {})
+    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [("RECEIVER_NEAR_THRESHOLD",
+                                                                                    "FIRING")]
+    # instance B takes over: not a switch, and its small receiver does not resolve A's episode
+    out = m.on_status(status(attached="AMQB000001", receivers=("AMQB000001",), size=5, ts=2000))
+    assert kinds(out) == []
+    # A's journal carries on where it was: its own switch, its own episode resolved
+    out = m.on_status(status(attached="AMQA000124", receivers=("AMQA000123", "AMQA000124"), size=5, ts=3000))
+    assert kinds(out) == [("RECEIVER_SWITCHED", "INFO"), ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]
+    assert "from receiver AMQA000123 to AMQA000124" in out[0][2]["summary"]
+    assert set(m.state) == {"QMPAYLIB/AMQAJRN", "QMPAYLIB/AMQBJRN"}
+
+
+def test_staleness_is_per_journal():
+    m = JournalMonitor("PAYQM", {})
+    m.on_status(status(attached="AMQB000001", receivers=("AMQB000001",), ts=2000))
+    # older than B's newest, but the newest of journal AMQAJRN: not stale
+    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [("RECEIVER_NEAR_THRESHOLD",
+                                                                                    "FIRING")]
+    # older than AMQAJRN's newest: stale
+    assert m.on_status(status(attached="AMQA000122", size=5, ts=500)) == []
+
+
+def test_state_keyed_by_library_alone_is_migrated_to_the_journal_of_its_attached_receiver():
+    near_id = "old-near-episode"
+    state = {"QMPAYLIB": {"attached": "AMQB000123", "ts": 1000, "near": near_id, "blocked": None, "exhausted": None},
+             "QMOTHER": {"attached": "AMQA000007", "ts": 1000, "near": None, "blocked": None, "exhausted": None}}
+    m = JournalMonitor("PAYQM", state)
+    assert set(state) == {"QMPAYLIB/AMQBJRN", "QMOTHER/AMQAJRN"} and state["QMPAYLIB/AMQBJRN"]["near"] == near_id
+    assert m.on_status(status(attached="AMQB000122", ts=900)) == []  # still stale after the migration
+    out = m.on_status(status(attached="AMQB000124", receivers=("AMQB000123", "AMQB000124"), size=5, ts=2000))
+    assert kinds(out) == [("RECEIVER_SWITCHED", "INFO"), ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]
+    assert out[1][2]["alert_id"] == near_id
+    # instance A of the same library is a journal of its own, fresh
+    assert kinds(m.on_status(status(attached="AMQA000500", receivers=("AMQA000500",), ts=100))) == []
+    assert set(state) == {"QMPAYLIB/AMQBJRN", "QMPAYLIB/AMQAJRN", "QMOTHER/AMQAJRN"}
+
+
+def test_migrated_state_without_a_receiver_goes_to_instance_a():
+    state = {"QMPAYLIB": {"attached": None, "ts": None, "near": None, "blocked": None, "exhausted": None}}
+    JournalMonitor("PAYQM", state)
+    assert set(state) == {"QMPAYLIB/AMQAJRN"}
+
+
+def test_first_free_never_offers_the_name_itself():
+    assert first_free("AMQA000123", every_name(but=("AMQA000123",))) is None
+
+
+def test_an_attached_receiver_missing_from_the_list_is_never_advised_as_free():
+    m = JournalMonitor("PAYQM", {})
+    out = m.on_status(status(attached="AMQA000123", receivers=every_name(but=("AMQA000123",))))
+    assert kinds(out) == [("SWITCH_BLOCKED", "FIRING"), ("NAME_SPACE_EXHAUSTED", "FIRING")]
+    assert "AMQA000123)" not in out[0][2]["action"].split("CRTJRNRCV", 1)[1]
+    # a short list without the attached one: the next free name is after it, not it
+    m = JournalMonitor("PAYQM", {})
+    out = m.on_status(status(attached="AMQA000123", receivers=("AMQA000124", "AMQA000125")))
+    assert kinds(out) == [("SWITCH_BLOCKED", "FIRING")]
+    assert "CRTJRNRCV JRNRCV(QMPAYLIB/AMQA000126)" in out[0][2]["action"]

@@ -33,6 +33,7 @@ from connectors import avro  # noqa: E402
 from qmon.config import Config  # noqa: E402
 from qmon.queues import Activity, QueueMonitor  # noqa: E402
 from qmon.structures import Op, StructureMonitor  # noqa: E402
+from qmon.timeconv import to_ms  # noqa: E402
 
 
 class QueuesView(MutableMapping):
@@ -81,7 +82,7 @@ class QueuesView(MutableMapping):
 
 
 def main() -> int:
-    bootstrap, src_name, out_name, n, config_path = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    bootstrap, src_name, out_name, _n, config_path = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     from quixstreams import Application
 
     config = Config.model_validate(json.loads(Path(config_path).read_text()))
@@ -103,7 +104,7 @@ def main() -> int:
 
     def per_queue(value: bytes, state) -> dict:
         r = avro.decode("QueueActivity", value)
-        ts = r["ts"] if isinstance(r["ts"], int) else round(r["ts"].timestamp() * 1000)
+        ts = to_ms(r["ts"])
         mon = QueueMonitor(r["qmgr"], settings, state.get("q"))
         emits = mon.on_activity(Activity(r["event_id"], r["qmgr"], r["queue"], r["op"], ts, r["depth_after"],
                                          r["msg_bytes"], r["structure"], r["reason"], None, None))

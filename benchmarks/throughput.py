@@ -39,6 +39,7 @@ from connectors.broker import LocalKafka  # noqa: E402
 from connectors.kafka import client_config, ensure_topics  # noqa: E402
 from qmon import topics  # noqa: E402
 from qmon.config import Config  # noqa: E402
+from qmon.timeconv import to_ms  # noqa: E402
 
 T0 = 1_700_000_000_000
 
@@ -169,7 +170,7 @@ class PeakMemory:
             jvm, py = _rss_tree(os.getpid())
             self.jvm, self.py = max(self.jvm, jvm), max(self.py, py)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._t.start()
         return self
 
@@ -202,7 +203,6 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     ids: set[str] = set()
     decoder = avro.decoder("QueueActivity") if hasattr(avro, "decoder") else None
     t = time.perf_counter()
-    buffers: dict[int, list] = {pid: [] for pid in parts}
     heap: list = []
     seen = 0
 
@@ -222,7 +222,7 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
             if m.error():
                 continue
             r = decoder(m.value()) if decoder else avro.decode("QueueActivity", m.value())
-            ts = r["ts"] if isinstance(r["ts"], int) else int(r["ts"].timestamp() * 1000)
+            ts = to_ms(r["ts"])
             heapq.heappush(heap, (ts, m.partition(), m.offset(), r))
             pending[m.partition()] += 1
         # merge partitions by ts: process while every partition has something buffered (or all read)
@@ -307,10 +307,10 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     query.stop()
     inputs = {avro.decode("QueueActivity", v)["event_id"]: ts for _, v, ts in read_all(bootstrap, [src])}
     lat = []
-    for name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
+    for _name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
         rec = avro.decode("PerformanceEvent", value)
         # a performance event's source is the operation that generated it: same ts in the workload
-        src_ts = inputs.get(f"b{rec['ts'] if isinstance(rec['ts'], int) else int(rec['ts'].timestamp() * 1000) - T0}")
+        src_ts = inputs.get(f"b{to_ms(rec['ts']) - T0}")
         if src_ts is not None:
             lat.append(ts - src_ts)
     lat.sort()

@@ -6,15 +6,18 @@ the same files for ``from_avro`` / ``to_avro``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import io
 import json
 import logging
 import struct
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import fastavro
+
+from qmon.timeconv import to_ms
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +36,7 @@ def schema_text(name: str) -> str:
     return path.read_text()
 
 
-@lru_cache(maxsize=None)
+@cache
 def parsed_schema(name: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_text(name)))
 
@@ -69,14 +72,12 @@ def decode(name: str, data: bytes) -> dict[str, Any]:
 
 def to_jsonable(record: Any) -> Any:
     """Avro-decoded values as JSON-ready values (timestamps as epoch ms, bytes as latin-1 text)."""
-    import datetime as _dt
-
     if isinstance(record, dict):
         return {k: to_jsonable(v) for k, v in record.items()}
     if isinstance(record, list):
         return [to_jsonable(v) for v in record]
     if isinstance(record, _dt.datetime):
-        return int(record.timestamp() * 1000)
+        return to_ms(record)  # exact: through a float, 4007 ms could come out as 4006
     if isinstance(record, bytes):
         return record.decode("latin-1")
     return record

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
+
+from qmon.timeconv import from_ms
 
 
 def alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, structure: str,
@@ -18,8 +19,8 @@ def alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, str
 
 
 def iso(ms: int) -> str:
-    """Epoch milliseconds as an ISO-8601 UTC time with centiseconds."""
-    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+    """Epoch milliseconds as an ISO-8601 UTC time with milliseconds, exactly (no float on the way)."""
+    return from_ms(ms).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
 def plural(n: int, word: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,12 +36,14 @@ def duration_ms(value: Any) -> int:
     """'15 minutes', '500ms', '2s', 7 (seconds) -> milliseconds."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as '15 minutes' or '500 ms'")
-    if isinstance(value, (int, float)):
-        return int(value * 1000)
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, float):
+        return int(Fraction(str(value)) * 1000)  # exact: 4.007 s is 4007 ms, never 4006
     m = _DURATION.match(str(value))
     if not m:
         raise ValueError(f"{value!r} is not a duration; write e.g. '15 minutes', '30 s' or '500 ms'")
-    return int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    return int(Fraction(m.group(1)) * _UNIT_MS[m.group(2)])
 
 
 class _Model(BaseModel):
@@ -155,6 +158,8 @@ class StructureConfig(_Model):
     lgmsgsz: int = Field(4096, ge=512, description="bytes of a long message kept on its ready queue")
     overflow_scan_interval: str = "15 minutes"
     type: Literal["msgq", "resource"] = "msgq"
+    clear_margin: int = Field(5, ge=0, le=50, description="points below FULLTHRESHOLD (near full) or 100% (full) "
+                              "that usage must fall before the alert resolves")
 
     @field_validator("strname", "ovflwstr", mode="before")
     @classmethod
@@ -182,7 +187,7 @@ class StructureConfig(_Model):
     def definition(self) -> StructureDef:
         return StructureDef(self.strname, self.size, self.initsize, self.ovflwmax, self.ovflwstr, self.ovflwsize,
                             self.fullthreshold, self.lgmsgsz, duration_ms(self.overflow_scan_interval),
-                            self.type == "resource")
+                            self.type == "resource", self.clear_margin)
 
 
 class ExitRuleConfig(_Model):

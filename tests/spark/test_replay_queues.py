@@ -58,8 +58,9 @@ def test_seed_001_outcomes(replay_factory):
     replies = of(out, topics.REPLIES)
     assert len(replies) == 3 and all(r["ok"] for r in replies)
     stalls = [(s["state"], s["ts"] - T0) for s in of(out, topics.STRUCTURE)]
-    # the stall of 1 s..12 s, and the one that event time had passed at 40 s
-    assert stalls == [("FIRING", 11_000), ("RESOLVED", 12_000), ("FIRING", 34_000), ("RESOLVED", 42_000)]
+    # the stall of 1 s..12 s (the get emptied the queue), and the one event time had passed at 40 s: the get
+    # at 42 s comes 18 s after the timer started, later than QSVCINT, and leaves a message: still stalled
+    assert stalls == [("FIRING", 11_000), ("RESOLVED", 12_000), ("FIRING", 34_000)]
 
 
 def test_stall_fires_from_the_timer_when_the_queue_goes_quiet(replay_factory):
@@ -152,3 +153,26 @@ def test_interest_registration_and_work_available(replay_factory):
     replies = {r["command_id"]: r for r in of(out, topics.REPLIES)}
     assert replies["r1"]["ok"] and replies["r2"]["ok"] and replies["d1"]["ok"]
     assert replies["r3"]["ok"] is False and "staging" in replies["r3"]["message"]
+
+
+def test_a_queue_first_seen_non_empty_raises_high_and_stalls(replay_factory):
+    """Issue 15 item 6: qmon starts against a running queue manager; the queue already holds messages."""
+    out = replay_factory([
+        *SETUP,
+        act(1_000, "PUT", depth_after=4),   # 3 were there before: the service timer runs from 1 s
+        act(15_000, "PUT", depth_after=5),  # 14 s > 10 s: High on a put
+        act(40_000, "PUT", queue="OTHER"),  # event time moves on: the dead consumer stalls
+    ])
+    assert [(p["type"], p["ts"] - T0) for p in of(out, topics.PERFORMANCE)] == [("QSVCINT_HIGH", 15_000)]
+    assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.STRUCTURE)] == [
+        ("QUEUE_STALLED", "FIRING", 11_000)]
+
+
+def test_a_slow_consumer_is_one_stall_episode(replay_factory):
+    """Issue 15 item 11: gets every 15 s on a 10 s service interval, then a fast consumer."""
+    records = [*SETUP] + [act(1_000, "PUT", event_id=f"p{i}") for i in range(10)]
+    records += [act(1_000 + 15_000 * k, "GET", event_id=f"g{k}") for k in range(1, 6)]
+    records += [act(76_500, "GET", event_id="fast")]  # 1.5 s after the last get: served within QSVCINT
+    out = replay_factory(records)
+    assert [(a["type"], a["state"]) for a in of(out, topics.STRUCTURE)] == [
+        ("QUEUE_STALLED", "FIRING"), ("QUEUE_STALLED", "RESOLVED")]

@@ -80,3 +80,66 @@ def test_structure_operator_equals_pure_module_over_random_streams(replay_factor
     assert {"STRUCTURE_ALTERED", "OVERFLOW_MODE_ENTERED", "STRUCTURE_FULL", "STRUCTURE_FULL_RELIEVED",
             "QUEUE_OVERFLOW_ENDED", "OVERFLOW_STRUCTURE_FULL", "QUEUE_PUTS_REJECTED", "STRUCTURE_NEAR_FULL",
             "STRUCTURE_UNKNOWN"} <= kinds, kinds
+
+
+# ---------------------------------------------------------------- issue 15: exact accounting, calm alerts
+
+EXACT = Config.model_validate({"job": {"queue_buckets": 2}, "structures": [
+    {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},                     # 40 elements
+    {"strname": "SMALLOVF", "size": 30, "ovflwstr": "OVFS", "ovflwsize": 10},  # 60 + 20 elements
+    {"strname": "BIG", "size": 10_000},                                    # 20,000 elements
+    {"strname": "WOBBLE", "size": 50, "ovflwmax": 100, "fullthreshold": 80}],  # 100 elements
+    "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}]})
+
+
+def test_long_messages_are_freed_with_their_staging_part_through_replay(replay_factory):
+    """Item 1: 30 cycles of a 3,000-byte put (2 ready + 4 staging elements) and a get without msg_bytes;
+    freeing only the ready part would reach OVFLWMAX (28 of 40 elements) in the 14th cycle."""
+    records = []
+    for i in range(30):
+        records.append(put(10 * i, "5LTERM", 3000, structure="LONGQ"))
+        records.append(get(10 * i + 5, "5LTERM", None, structure="LONGQ"))
+    records.append(put(1_000, "5LTERM", 100, structure="LONGQ"))
+    out = replay_factory(records, EXACT)
+    assert [r for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW)] == []
+
+
+def test_the_overflow_structure_capacity_is_respected_through_replay(replay_factory):
+    """Item 2: 1BIG (30 elements) does not fit in OVFS (20); 1MID (12) does."""
+    records = [put(i, "1BIG", structure="SMALLOVF") for i in range(30)]
+    records += [put(100 + i, "1MID", structure="SMALLOVF") for i in range(12)]  # 42/60 = 70%
+    out = replay_factory(records, EXACT)
+    [cands] = [r for r in out if r["topic"] == topics.OVERFLOW]
+    assert [(c["queue"], c["decision"], c["in_overflow"]) for c in cands["candidates"]] == [
+        ("1BIG", "approve", False), ("1MID", "approve", True)]
+    assert cands["usage_after_pct"] == 50.0
+
+
+def test_selection_runs_once_while_usage_stays_above_ovflwmax_through_replay(replay_factory):
+    """Item 3: the exit rejects 1KEEPME; 20 more puts above OVFLWMAX select nothing more."""
+    records = [put(i, "1KEEPME", structure="SMALLOVF") for i in range(42)]  # 70%: selection
+    records += [put(100 + i, "1KEEPME", structure="SMALLOVF") for i in range(10)]  # 52/60
+    out = replay_factory(records, EXACT)
+    assert len([r for r in out if r["topic"] == topics.OVERFLOW]) == 1
+
+
+def test_thresholds_use_exact_counts_through_replay(replay_factory):
+    """Item 4: 13,999 of 20,000 elements (69.995%) is below OVFLWMAX 70; the 14,000th element is not."""
+    records = [put(i, "4SERIAL", 1000 * 512, structure="BIG") for i in range(13)]
+    records.append(put(20, "4SERIAL", 999 * 512, structure="BIG"))
+    below = replay_factory(records, EXACT)
+    assert [r for r in below if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW)] == []
+    at = replay_factory(records + [put(30, "4SERIAL", 100, structure="BIG")], EXACT)
+    assert [(a["type"], a["state"]) for a in at if a["topic"] == topics.STRUCTURE] == [
+        ("OVERFLOW_MODE_ENTERED", "FIRING")]
+
+
+def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
+    """Item 11: usage wobbling 79% <-> 80% around FULLTHRESHOLD 80 is one FIRING; below 75% it resolves."""
+    records = [put(i, "1TRAN", structure="WOBBLE") for i in range(80)]
+    for k in range(10):
+        records += [get(100 + 2 * k, "1TRAN", structure="WOBBLE"), put(101 + 2 * k, "1TRAN", structure="WOBBLE")]
+    records += [get(200 + k, "1TRAN", structure="WOBBLE") for k in range(6)]  # 74%
+    out = replay_factory(records, EXACT)
+    assert [(a["type"], a["state"]) for a in out if a["topic"] == topics.STRUCTURE] == [
+        ("STRUCTURE_NEAR_FULL", "FIRING"), ("STRUCTURE_NEAR_FULL", "RESOLVED")]

@@ -87,3 +87,19 @@ def test_durations():
     assert duration_ms(2) == 2000
     with pytest.raises(ValueError):
         duration_ms("fortnight")
+
+
+def test_durations_are_converted_exactly():
+    from qmon.config import duration_ms
+
+    assert duration_ms("4.007 s") == 4007 and duration_ms(4.007) == 4007 and duration_ms("0.001 s") == 1
+    assert duration_ms(7) == 7000 and duration_ms("1.5 minutes") == 90_000
+
+
+def test_clear_margin_is_validated_with_its_line():
+    import pytest
+
+    from qmon.config import Config
+
+    with pytest.raises(ValueError, match="clear_margin"):
+        Config.model_validate({"structures": [{"strname": "S1", "size": 10, "clear_margin": 80}]})

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from connectors import avro
 from qmon import topics
 from qmon.config import Config
 from qmon.queues import MonitorSettings
 from qmon.reference import run_reference
+from tests.strategies import structure_streams
 from tests.streams import STRUCTURE_CONFIG, random_structure_stream
 
 pytestmark = pytest.mark.spark
@@ -20,15 +23,16 @@ T0 = 1_700_000_000_000
 CONFIG = Config.model_validate({"job": {"queue_buckets": 2}, **STRUCTURE_CONFIG})
 
 
-def put(ts, queue, nbytes=512, structure="MSGQ1", i=[0]):
-    i[0] += 1
-    return {"event_id": f"p{i[0]}", "qmgr": "IMSA", "queue": queue, "op": "PUT", "ts": T0 + ts,
+_ids = itertools.count(1)
+
+
+def put(ts, queue, nbytes=512, structure="MSGQ1"):
+    return {"event_id": f"p{next(_ids)}", "qmgr": "IMSA", "queue": queue, "op": "PUT", "ts": T0 + ts,
             "msg_bytes": nbytes, "structure": structure}
 
 
-def get(ts, queue, nbytes=512, structure="MSGQ1", i=[0]):
-    i[0] += 1
-    return {"event_id": f"g{i[0]}", "qmgr": "IMSA", "queue": queue, "op": "GET", "ts": T0 + ts,
+def get(ts, queue, nbytes=512, structure="MSGQ1"):
+    return {"event_id": f"g{next(_ids)}", "qmgr": "IMSA", "queue": queue, "op": "GET", "ts": T0 + ts,
             "msg_bytes": nbytes, "structure": structure}
 
 
@@ -143,3 +147,18 @@ def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
     out = replay_factory(records, EXACT)
     assert [(a["type"], a["state"]) for a in out if a["topic"] == topics.STRUCTURE] == [
         ("STRUCTURE_NEAR_FULL", "FIRING"), ("STRUCTURE_NEAR_FULL", "RESOLVED")]
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(records=structure_streams(max_size=300))
+def test_structure_operator_equals_pure_module_over_generated_streams(replay_factory, records):
+    """Hypothesis-generated streams (long messages, gets with and without msg_bytes, an overflow structure,
+    redeliveries, failed puts): the Spark operator's output is exactly the pure module's."""
+    out = replay_factory(records, CONFIG)
+    got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW))
+    want = sorted(_normalise(e.topic, e.record) for e in run_reference(
+        records, MonitorSettings(), final_clock=max(r["ts"] for r in records),
+        structure_settings=CONFIG.structure_settings()))
+    assert got == want

@@ -1,0 +1,86 @@
+"""Properties of the pure structure model over generated streams (hypothesis): accounting never
+drifts, usage is never reported above 100 %, every alert episode is one FIRING then at most one
+RESOLVED, and candidate selection runs once per reaching of OVFLWMAX."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from qmon import topics
+from qmon.config import Config
+from qmon.structures import Op, StructureMonitor, at_or_above
+from tests.strategies import structure_streams
+from tests.streams import STRUCTURE_CONFIG
+
+SETTINGS = Config.model_validate(STRUCTURE_CONFIG).structure_settings()
+
+
+def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], list[tuple[str, Any, bool]]]:
+    monitors: dict[str, StructureMonitor] = {}
+    out: list[tuple[str, Any, bool]] = []  # (structure, emit, primary at or above OVFLWMAX before the record)
+    for r in records:
+        m = monitors.get(r["structure"])
+        if m is None:
+            m = monitors[r["structure"]] = StructureMonitor(r["structure"], SETTINGS)
+        above = bool(m.d) and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
+        for e in m.on_activity(Op(r["event_id"], r["qmgr"], r["queue"], r["op"], r["ts"], r["msg_bytes"],
+                                  r.get("reason"), r["ts"])):
+            out.append((r["structure"], e, above))
+        if m.d is not None:
+            st = m.state
+            primary = sum(q["el"] for n, q in st["queues"].items() if not (q["ovf"] and m.d.ovflwstr))
+            overflow = sum(q["el"] for q in st["queues"].values() if q["ovf"] and m.d.ovflwstr)
+            assert st["used"] == primary and st["ovf_used"] == overflow
+            assert 0 <= st["used"] <= m.capacity and 0 <= st["ovf_used"] <= max(m.ovf_capacity, 0)
+            assert all(q["el"] >= 0 and q["msgs"] >= 0 for q in st["queues"].values())
+    return monitors, out
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(structure_streams())
+def test_accounting_is_exact_and_usage_never_above_100_percent(records):
+    _, out = _run(records)
+    for _, e, _ in out:
+        for k in ("usage_before_pct", "usage_after_pct", "usage_pct"):
+            assert (e.record.get(k) or 0.0) <= 100.0
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(structure_streams())
+def test_every_episode_is_one_firing_then_at_most_one_resolved(records):
+    _, out = _run(records)
+    state: dict[str, str] = {}
+    for _, e, _ in out:
+        r = e.record
+        if e.topic != topics.STRUCTURE or r["state"] == "INFO":
+            continue
+        seen = state.get(r["alert_id"])
+        if r["state"] == "FIRING":
+            assert seen is None, f"a second FIRING for {r['type']} {r['alert_id']}"
+        else:
+            assert seen == "FIRING", f"RESOLVED without FIRING for {r['type']} {r['alert_id']}"
+        state[r["alert_id"]] = r["state"]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(structure_streams())
+def test_selection_runs_only_when_ovflwmax_is_reached(records):
+    _, out = _run(records)
+    for _, e, above_before in out:
+        if e.topic == topics.OVERFLOW:
+            assert not above_before, "candidates selected on a put that found usage already at or above OVFLWMAX"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(structure_streams(structures=("MSGQ1",), max_size=200))
+def test_getting_everything_that_was_put_frees_everything(records):
+    monitors, _ = _run(records)
+    m = monitors["MSGQ1"]
+    t = max(r["ts"] for r in records) + 1
+    for name in sorted(m.state["queues"]):
+        while m.state["queues"][name]["fifo"]:
+            m.on_activity(Op(f"drain-{t}", "IMSA", name, "GET", t, None, None, t))
+            t += 1
+    assert m.state["used"] == 0 and m.state["ovf_used"] == 0

@@ -108,8 +108,35 @@ def read_mqsc_input(args: argparse.Namespace) -> list[str]:
     return split_script(text)
 
 
+def _wait_for_joined_replies(bootstrap: str, ids: list[str], *, timeout: float, security: Any,
+                             prefix: str) -> dict[str, dict[str, Any]]:
+    """Like ``connectors.clients.wait_for_replies``, but a command answered in parts (``RESET
+    QSTATS`` with a generic name: one reply per shard) waits for every part and joins them."""
+    from connectors.clients import consume
+    from qmon.mqsc import join_parts
+
+    wanted = set(ids)
+    got: dict[str, list[dict[str, Any]]] = {}
+    done: dict[str, dict[str, Any]] = {}
+
+    def stop(topic: str, record: dict[str, Any]) -> bool:
+        cid = record.get("command_id")
+        if cid in wanted and cid not in done:
+            got.setdefault(cid, []).append(record)
+            if (joined := join_parts(got[cid])) is not None:
+                done[cid] = joined
+        return wanted <= done.keys()
+
+    for _ in consume(bootstrap, [topics.REPLIES], timeout=timeout, security=security, stop=stop, prefix=prefix):
+        pass
+    for cid, records in got.items():  # parts still missing at the timeout: what arrived, marked failed
+        if cid not in done:
+            done[cid] = join_parts(records, partial=True)  # type: ignore[assignment]
+    return done
+
+
 def cmd_mqsc(args: argparse.Namespace) -> int:
-    from connectors.clients import send_commands, wait_for_replies
+    from connectors.clients import send_commands
 
     config = _config(args)
     bootstrap = _bootstrap(args, config)
@@ -120,9 +147,10 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
     prefix = config.kafka.topic_prefix
     ids = send_commands(bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security,
                         prefix=prefix)
-    replies = wait_for_replies(bootstrap, ids, timeout=args.timeout, security=config.kafka.security, prefix=prefix)
+    replies = _wait_for_joined_replies(bootstrap, ids, timeout=args.timeout, security=config.kafka.security,
+                                       prefix=prefix)
     failed = 0
-    for n, (cid, text) in enumerate(zip(ids, commands), start=1):
+    for n, (cid, text) in enumerate(zip(ids, commands, strict=True), start=1):
         print(f"{n:>6} : {text}")
         reply = replies.get(cid)
         if reply is None:

@@ -6,8 +6,12 @@ way runmqsc allows for the common ones (DEF, QL); unquoted names fold to upper
 case, quoted names keep their case ('' is a quote inside quotes); a line
 ending in ``+`` continues with the next line's first non-blank character, one
 ending in ``-`` continues with the next line as it stands; a line whose first
-character is ``*`` is a comment.  Blanks or commas separate keywords, and a
-blank may stand between a keyword and its parenthesised value.
+character is ``*`` is a comment and a blank line is ignored, wherever they stand,
+even between the lines of a continued command (IBM: "any comments or blank lines
+are discarded when the command is reassembled into a single string").  Blanks or
+commas separate keywords, and a blank may stand between a keyword and its
+parenthesised value; a keyword given twice in one command is an error (z/OS
+CSQ9000E "'keyword' appears more than once").
 
 Every error names the keyword at fault and says what would be accepted.
 """
@@ -18,6 +22,9 @@ import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from qmon.interest import NO_INTEREST_TYPES as NO_INTEREST_TYPES
+from qmon.interest import refused
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +57,19 @@ class Command:
 
     @property
     def scope(self) -> str:
-        """'qmgr' when the command concerns every queue of the queue manager, else 'queue'."""
-        if self.obj == "QMGR" or self.generic:
+        """Which shards of the queue manager the job delivers the command to (``streaming.pipeline``):
+
+        * ``queue``: the shard of the named queue, which replies;
+        * ``qmgr``: every shard, and shard 0 replies: ALTER QMGR, PING, generic names, and every
+          REGISTER / DEREGISTER INTEREST, so that each shard holds all of the queue manager's
+          registrations and shard 0's reply is right (already registered, LTERM warnings, what
+          ``DEREGISTER INTEREST QUEUE(*)`` removed) whichever shard holds the queue;
+        * ``parts``: every shard, and every shard replies with its part (``RESET QSTATS`` with a
+          generic name: each shard holds the statistics of its own queues only).
+        """
+        if self.obj == "QSTATS" and self.generic:
+            return "parts"
+        if self.obj in ("QMGR", "INTEREST") or self.generic:
             return "qmgr"
         return "queue"
 
@@ -66,10 +84,8 @@ def split_script(text: str) -> list[str]:
     continuing = False
     for raw in text.splitlines():
         line = raw.rstrip()
-        if not continuing and line.startswith("*"):
-            continue
-        if not continuing and not line.strip():
-            continue
+        if line.startswith("*") or not line.strip():
+            continue  # comments and blank lines are dropped, inside a continued command too
         if continuing == "+":
             line = line.lstrip()
         if line.endswith("+") or line.endswith("-"):
@@ -197,9 +213,8 @@ _IGNORED_QUEUE_ATTRS = {"DESCR", "MAXMSGL", "DEFPSIST", "DEFPRTY", "PUT", "GET",
                         "TRIGGER", "NOTRIGGER", "TRIGTYPE", "INITQ", "PROCESS", "BOQNAME", "BOTHRESH",
                         "USAGE", "STATQ", "MONQ", "ACCTQ", "LIKE", "CLUSTER", "CLUSNL", "QSGDISP", "CMDSCOPE"}
 
-#: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA).
-NO_INTEREST_TYPES = {"2": "transaction staging", "3": "suspend", "6": "LTERM staging",
-                     "7": "APPC ready", "9": "OTMA ready"}
+#: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA) are
+#: ``qmon.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
 
 
 def parse_command(text: str) -> Command:
@@ -216,6 +231,11 @@ def parse_command(text: str) -> Command:
         raise MqscError(verb_word, f"{verb}: an object type must follow, e.g. {verb} QLOCAL(name)")
     obj_word, obj_value, obj_quoted = toks[1]
     rest = toks[2:]
+    seen: set[str] = set()
+    for kw, _, _ in rest:
+        if kw in seen:
+            raise MqscError(kw, f"{kw}: the keyword appears more than once in the command (CSQ9000E); give it once")
+        seen.add(kw)
 
     if verb in ("ALTER", "PING") and obj_word == "QMGR":
         if obj_value is not None:
@@ -250,7 +270,7 @@ def parse_command(text: str) -> Command:
         return Command(verb, "QLOCAL", name, attrs, tuple(ignored))
 
     if verb == "RESET" and obj_word == "QSTATS":
-        name = _name("QSTATS", obj_value, obj_quoted)
+        name = _name("QSTATS", obj_value, obj_quoted, generic_ok=True)  # PAYROLL.*: every matching queue
         for kw, _, _ in rest:
             if kw != "CMDSCOPE":
                 raise MqscError(kw, f"{kw}: RESET QSTATS takes no other keyword")
@@ -264,15 +284,17 @@ def parse_command(text: str) -> Command:
             if kw not in ("QUEUE", "CLIENT"):
                 raise MqscError(kw, f"{kw}: {verb} INTEREST takes QUEUE(name) and CLIENT(id)")
         if "QUEUE" not in kws:
-            raise MqscError("QUEUE", f"{verb} INTEREST needs QUEUE(name)")
+            hint = " (QUEUE(*) drops every registration of the client)" if verb == "DEREGISTER" else ""
+            raise MqscError("QUEUE", f"{verb} INTEREST needs QUEUE(name){hint}")
         if "CLIENT" not in kws:
             raise MqscError("CLIENT", f"{verb} INTEREST needs CLIENT(id)")
         name = _name("QUEUE", *kws["QUEUE"], generic_ok=True)
         client = _name("CLIENT", *kws["CLIENT"])
-        if verb == "REGISTER" and name[0] in NO_INTEREST_TYPES:
-            kind = NO_INTEREST_TYPES[name[0]]
-            raise MqscError("QUEUE", f"QUEUE({name}): a {kind} queue (type {name[0]}) cannot have interest "
-                                     "registered; IMS registers interest only in ready queues")
+        if verb == "REGISTER" and (kind := refused(name)):
+            what = (f"the generic name matches only {kind} queues (type {name[0]}), which"
+                    if name.endswith("*") else f"a {kind} queue (type {name[0]})")
+            raise MqscError("QUEUE", f"QUEUE({name}): {what} cannot have interest registered; IMS "
+                                     "registers interest only in ready queues (seed 004)")
         return Command(verb, "INTEREST", name, {"CLIENT": client})
 
     raise MqscError(obj_word, f"{obj_word}: {verb} does not apply to {obj_word} in qmon "
@@ -290,3 +312,68 @@ def canonical(cmd: Command) -> str:
                 v = "ENABLED" if v else "DISABLED"
             parts.append(f"{k}({v})")
     return " ".join(parts)
+
+
+# ---------------------------------------------------------------- replies in parts
+
+
+#: Appended by the job to the command id of each shard's copy of a ``parts`` command (``RESET
+#: QSTATS`` with a generic name): ``<command_id>`` PART_MARK ``k/N``.  Internal to the query: the
+#: replies carry the command id as sent.
+PART_MARK = "\x1fqmon-part\x1f"
+
+_PART_TAIL = re.compile(r"(\d+)/(\d+)")
+_PART_IN_REPLY = re.compile(r"^(RESET QSTATS\('[^']*'\)): part (\d+) of (\d+): ")
+
+
+def part_command_id(command_id: str, part: int, parts: int) -> str:
+    """The command id the job gives shard ``part - 1`` of ``parts`` (the pure form of the pipeline's)."""
+    return f"{command_id}{PART_MARK}{part}/{parts}"
+
+
+def split_part(command_id: str) -> tuple[str, int, int]:
+    """(command id as sent, part, parts); ``(command_id, 1, 1)`` for an id without a part."""
+    head, mark, tail = command_id.rpartition(PART_MARK)
+    m = _PART_TAIL.fullmatch(tail) if mark else None
+    if m is None:
+        return command_id, 1, 1
+    return head, int(m.group(1)), int(m.group(2))
+
+
+def reply_part(message: str) -> tuple[int, int] | None:
+    """(part, parts) of a reply that is one shard's part (``RESET QSTATS('P*'): part 2 of 8: …``)."""
+    m = _PART_IN_REPLY.match(message)
+    return (int(m.group(2)), int(m.group(3))) if m else None
+
+
+def join_parts(replies: list[dict[str, Any]], *, partial: bool = False) -> dict[str, Any] | None:
+    """One reply from the replies to one command: the reply itself when it came whole; for a reply
+    in parts, one record once every part is there (None before), with ``ok`` true when every part
+    is ok and the parts' queue lines sorted by queue name.  ``partial``: join what arrived and say which parts
+    are missing (``ok`` false), for a caller that gives up waiting."""
+    if not replies:
+        return None
+    whole = [r for r in replies if reply_part(r["message"]) is None]
+    if whole:
+        return whole[0]
+    by_part: dict[int, dict[str, Any]] = {}
+    parts = 0
+    for r in replies:
+        k, parts = reply_part(r["message"])  # type: ignore[misc]
+        by_part.setdefault(k, r)
+    missing = [k for k in range(1, parts + 1) if k not in by_part]
+    if missing and not partial:
+        return None
+    first = by_part[min(by_part)]
+    head = _PART_IN_REPLY.match(first["message"]).group(1)  # type: ignore[union-attr]
+    lines = []
+    for k in sorted(by_part):
+        body = _PART_IN_REPLY.sub("", by_part[k]["message"], count=1)
+        lines.extend(line for line in body.split("\n")[1:] if line)  # the part's queue lines
+    lines.sort()  # by queue name, whichever shard held the queue
+    found = f"{len(lines)} queue{'' if len(lines) == 1 else 's'} reset" if lines else "no queue matches"
+    message = f"{head}: {found} (the replies of {parts} shards joined)" + "".join(f"\n{line}" for line in lines)
+    if missing:
+        message += f"\nNo reply from part {', '.join(map(str, missing))} of {parts}: those queues are not listed."
+    ok = not missing and all(r["ok"] for r in by_part.values())
+    return {**first, "ok": ok, "message": message}

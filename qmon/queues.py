@@ -46,10 +46,10 @@ from qmon.alerts import iso as _iso
 from qmon.alerts import plural as _plural
 from qmon.dedup import Recent
 from qmon.ids import event_id
-from qmon.interest import Registry, work_available
+from qmon.interest import Registry, listing, work_available
 from qmon.interest import matches as _interest_match
 from qmon.journals import JournalMonitor, JournalStatus
-from qmon.mqsc import Command, canonical
+from qmon.mqsc import Command, canonical, split_part
 from qmon.reasons import (
     MQRC_Q_DEPTH_HIGH,
     MQRC_Q_DEPTH_LOW,
@@ -427,10 +427,10 @@ class QueueMonitor:
         elif cmd.obj == "QSTATS":
             name = cmd.name
             assert name is not None
+            if cmd.generic:
+                return self._reset_qstats_generic(cmd, ts, command_id, reply)
             q = self._queue(name, ts)
-            reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
-            message = (f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
-                       f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})")
+            message = self._qstats_detail(name, q, ts)
             self._reset_stats(q, ts)
         else:
             ok, message = False, f"{cmd.verb} {cmd.obj} is not handled by the queue monitor."
@@ -441,26 +441,78 @@ class QueueMonitor:
         return [command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
 
     def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """REGISTER / DEREGISTER INTEREST.  Every shard receives every interest command and holds all
+        registrations; each tells of work on its own queues, shard 0 replies (``reply``)."""
         pattern, client = cmd.name, cmd.attrs["CLIENT"]
         assert pattern is not None
+        registry = self.interest
         out: list[Emit] = []
         if cmd.verb == "REGISTER":
             ok = True
-            if self.interest.register(pattern, client):
+            if registry.register(pattern, client):
                 message = f"client {client} registered interest in {pattern}."
-                for name in sorted(self.queues):
+                # work already there: one WorkAvailable per queue of this shard it covers, unless
+                # another registration of the client covers the queue (it has been told already)
+                names = sorted(self.queues) if pattern.endswith("*") else [pattern] if pattern in self.queues else []
+                for name in names:
                     q = self.queues[name]
-                    if q["depth"] > 0 and _interest_match(pattern, name):
+                    if (q["depth"] > 0 and _interest_match(pattern, name)
+                            and not registry.covered_otherwise(client, name, pattern)):
                         out.append(Emit(*work_available(self.qmgr, name, client, q["depth"], ts, command_id)))
+                if reply:
+                    message += registry.lterm_warning(pattern, client)
             else:
                 message = f"client {client} was already registered for {pattern}; nothing changed."
+        elif pattern == registry.EVERYTHING:
+            # DEREGISTER INTEREST QUEUE(*): every registration of the client (CQS does this for an
+            # IMS that terminates), exact and generic, ``*`` itself included
+            removed = registry.deregister_all(client)
+            ok = bool(removed)
+            message = (f"client {client} deregistered from every name it had registered "
+                       f"({len(removed)}): {listing(removed)}." if removed
+                       else f"client {client} has no interest registered in any queue.")
         else:
-            ok = self.interest.deregister(pattern, client)
+            ok = registry.deregister(pattern, client)
             message = (f"client {client} deregistered from {pattern}." if ok
                        else f"client {client} has no interest registered in {pattern}.")
         if reply:
             out.append(command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
         return out
+
+    @staticmethod
+    def _qstats_detail(name: str, q: QueueState, ts: int) -> str:
+        reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+        return (f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
+                f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})")
+
+    def _reset_qstats_generic(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """RESET QSTATS with a generic name: reset every queue of this shard it matches.
+
+        A shard holds only its own queues' statistics, so the job delivers the command to every
+        shard with the shard's part in the command id (``k/N``, ``qmon.mqsc.split_part``) and each
+        replies with its part: the reply says ``part k of N`` and has an event_id of its own.  The
+        pure reference (one monitor, no parts) and a single shard give one reply listing them all."""
+        assert cmd.name is not None
+        command_id, part, parts = split_part(command_id)
+        prefix = cmd.name[:-1]
+        lines = []
+        for name in sorted(n for n in self.queues if n.startswith(prefix)):
+            q = self.queues[name]
+            lines.append(self._qstats_detail(name, q, ts))
+            self._reset_stats(q, ts)
+        if not reply:
+            return []
+        where = f"part {part} of {parts}: " if parts > 1 else ""
+        if lines:
+            found = f"{len(lines)} queue{'' if len(lines) == 1 else 's'} reset" + (" in this part" if parts > 1 else "")
+            message = f"{canonical(cmd)}: {where}{found}:\n" + "\n".join(lines)
+        else:
+            found = "no matching queue in this part." if parts > 1 else f"no queue matches {cmd.name}; nothing reset."
+            message = f"{canonical(cmd)}: {where}{found}"
+        out = command_reply(command_id, self.qmgr, ts, True, message)
+        if parts > 1:  # each part its own record, so consumers dropping duplicates keep them all
+            out.record["event_id"] = event_id("reply", command_id, "part", part, parts)
+        return [out]
 
     # ------------------------------------------------------------ TTL
 

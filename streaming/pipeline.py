@@ -18,8 +18,8 @@ Steps:
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
    shard ``(Q, qmgr, pmod(xxhash64(queue), buckets))`` and, when it names a structure, also to
    ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.placement``); a command that names one queue to that queue's shard, one that
-   concerns the whole queue manager (ALTER QMGR, generic names) to every shard of it, and only
-   shard 0 replies; journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
+   concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
+   shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
 4. One stateful operator (``streaming.operators.MonitorProcessor``): a queue shard applies
    ``qmon.queues`` (and ``qmon.interest``, ``qmon.journals``), a structure ``qmon.structures``,
@@ -39,6 +39,7 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 
 from connectors.avro import schema_text
 from qmon import topics
+from qmon.mqsc import PART_MARK
 from qmon.reasons import CODE
 from streaming.operators import QUEUES, STRUCTURE  # the operator's units: a queue shard, a structure
 
@@ -288,14 +289,18 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int,
     for_structure = _routed(unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=placed,
                             kind=F.lit("S"), **fields)
 
-    def command(bucket: Column, reply_here: Column) -> Column:
+    def command(bucket: Column, reply_here: Column, command_id: Column | None = None) -> Column:
         return _routed(unit=F.lit(QUEUES), unit_name=F.col("rc.qmgr"), qmgr=F.col("rc.qmgr"), bucket=bucket,
-                       kind=F.lit("C"), event_id=F.col("rc.command_id"),
+                       kind=F.lit("C"), event_id=F.col("rc.command_id") if command_id is None else command_id,
                        queue=F.col("p.name"), ts=F.unix_millis("rc.ts"), text=F.col("rc.text"), reply=reply_here,
                        rank=F.lit(0))
 
     fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
     one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True)))
+    # every shard replies with its part, told which one in the command id (qmon.mqsc.split_part)
+    parts = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(
+        b, F.lit(True), F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"),
+                                 F.lit(f"/{buckets}"))))
     payload = F.to_json(F.struct(F.col("rj.library").alias("library"), F.col("rj.attached").alias("attached"),
                                  F.col("rj.size_kb").alias("size_kb"),
                                  F.col("rj.threshold_kb").alias("threshold_kb"),
@@ -309,7 +314,8 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int,
             .when((topic == names[topics.ACTIVITY]) & F.col("ra.structure").isNotNull(),
                   F.array(activity, for_structure))
             .when(topic == names[topics.ACTIVITY], F.array(activity))
-            .when(topic == names[topics.CONTROL], F.when(F.col("p.scope") == "qmgr", fan_out).otherwise(one))
+            .when(topic == names[topics.CONTROL], F.when(F.col("p.scope") == "qmgr", fan_out)
+                  .when(F.col("p.scope") == "parts", parts).otherwise(one))
             .otherwise(F.array(journal)))
     return dec.select(F.explode(rows).alias("x")).select("x.*")
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from qmon.mqsc import MqscError, canonical, parse_command, split_script
+from qmon.mqsc import (
+    MqscError,
+    canonical,
+    join_parts,
+    parse_command,
+    part_command_id,
+    reply_part,
+    split_part,
+    split_script,
+)
+from qmon.queues import Activity, MonitorSettings, QueueMonitor
 
 
 def test_seed_example_with_continuations_and_blank_before_parenthesis():
@@ -87,3 +97,88 @@ def test_a_huge_number_is_an_error_not_a_crash():
         parse_command("ALTER QLOCAL(Q1) QSVCINT(" + "9" * 10_000 + ")")
     assert err.value.keyword == "QSVCINT" and "out of range" in str(err.value)
     assert parse_command("ALTER QLOCAL(Q1) QSVCINT(000000000000000000000002000)").attrs["QSVCINT"] == 2000
+
+
+# ---------------------------------------------------------------- issue 15 (D)
+
+
+@pytest.mark.parametrize("text,keyword", [
+    ("ALTER QLOCAL(Q) QSVCINT(5) QSVCINT(6)", "QSVCINT"),
+    ("ALTER QLOCAL(Q) QSVCINT(5) QSVCIEV(HIGH) qsvcint(5)", "QSVCINT"),
+    ("DEFINE QLOCAL(Q) DESCR('a') DESCR('b')", "DESCR"),
+    ("REGISTER INTEREST QUEUE(1A) CLIENT(X) CLIENT(Y)", "CLIENT"),
+    ("ALTER QMGR PERFMEV(ENABLED) PERFMEV(DISABLED)", "PERFMEV"),
+])
+def test_a_keyword_given_twice_is_an_error_naming_it(text, keyword):
+    with pytest.raises(MqscError) as info:
+        parse_command(text)
+    assert info.value.keyword == keyword
+    assert f"{keyword}: the keyword appears more than once" in info.value.message
+
+
+def test_comment_and_blank_lines_inside_a_continuation_are_skipped_not_joined():
+    script = ("ALTER QLOCAL(A) +\n* the interval, in ms\n      QSVCINT(5) -\n\n*another\n QSVCIEV(HIGH)\n"
+              "RESET QSTATS(A)\n")
+    assert split_script(script) == ["ALTER QLOCAL(A) QSVCINT(5)  QSVCIEV(HIGH)", "RESET QSTATS(A)"]
+    assert parse_command(split_script(script)[0]).attrs == {"QSVCINT": 5, "QSVCIEV": "HIGH"}
+    # only an asterisk in the first position makes a comment
+    assert split_script("ALTER QLOCAL(A) +\n  *X\n") == ["ALTER QLOCAL(A) *X"]
+
+
+def _monitor_with_payroll_queues() -> QueueMonitor:
+    m = QueueMonitor("QM1", MonitorSettings())
+    for i, (queue, op) in enumerate([("PAYROLL.A", "PUT"), ("PAYROLL.A", "PUT"), ("PAYROLL.A", "GET"),
+                                     ("PAYROLL.B", "PUT"), ("OTHER", "PUT")]):
+        m.on_activity(Activity(f"e{i}", "QM1", queue, op, 1_000 + i))
+    return m
+
+
+def test_reset_qstats_with_a_generic_name_resets_every_matching_queue_in_one_reply():
+    cmd = parse_command("RESET QSTATS(PAYROLL.*)")
+    assert cmd.name == "PAYROLL.*" and cmd.scope == "parts"
+    m = _monitor_with_payroll_queues()
+    [reply] = m.on_command(cmd, 11_000, "c1", reply=True)
+    r = reply.record
+    assert r["ok"] is True and r["command_id"] == "c1"
+    assert r["message"].splitlines() == [
+        "RESET QSTATS('PAYROLL.*'): 2 queues reset:",
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.A) RESETINT(10) HIQDEPTH(2) MSGSIN(2) MSGSOUT(1)",
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(9) HIQDEPTH(1) MSGSIN(1) MSGSOUT(0)"]
+    assert sorted(m.queues) == ["OTHER", "PAYROLL.A", "PAYROLL.B"]  # no queue named PAYROLL.*
+    assert m.queues["OTHER"]["enq"] == 1 and m.queues["PAYROLL.A"]["enq"] == 0
+    [again] = m.on_command(cmd, 12_000, "c2", reply=True)
+    assert "QUEUE(PAYROLL.A) RESETINT(1) HIQDEPTH(1) MSGSIN(0) MSGSOUT(0)" in again.record["message"]
+    [none] = m.on_command(parse_command("RESET QSTATS(NOPE.*)"), 12_000, "c3", reply=True)
+    assert none.record["ok"] and none.record["message"] == "RESET QSTATS('NOPE.*'): no queue matches NOPE.*; nothing reset."
+
+
+def test_reset_qstats_generic_in_shards_replies_in_parts_that_join_into_one():
+    shards = [QueueMonitor("QM1", MonitorSettings()) for _ in range(3)]
+    place = {"PAYROLL.A": 0, "PAYROLL.B": 2, "OTHER": 2}
+    for i, (queue, op) in enumerate([("PAYROLL.A", "PUT"), ("PAYROLL.B", "PUT"), ("PAYROLL.B", "GET"),
+                                     ("OTHER", "PUT")]):
+        shards[place[queue]].on_activity(Activity(f"e{i}", "QM1", queue, op, 1_000))
+    cmd = parse_command("RESET QSTATS(PAYROLL.*)")
+    out = [e for b, m in enumerate(shards) for e in m.on_command(cmd, 5_000, part_command_id("c9", b + 1, 3), True)]
+    records = [e.record for e in out]
+    assert [r["command_id"] for r in records] == ["c9"] * 3 and len({r["event_id"] for r in records}) == 3
+    assert [reply_part(r["message"]) for r in records] == [(1, 3), (2, 3), (3, 3)]
+    assert records[1]["message"] == "RESET QSTATS('PAYROLL.*'): part 2 of 3: no matching queue in this part."
+    assert records[2]["message"].startswith("RESET QSTATS('PAYROLL.*'): part 3 of 3: 1 queue reset in this part:\n")
+    assert join_parts(records[:2]) is None  # a consumer waits for every part
+    joined = join_parts([records[2], records[0], records[1]])
+    assert joined["ok"] and joined["command_id"] == "c9"
+    assert joined["message"].splitlines() == [
+        "RESET QSTATS('PAYROLL.*'): 2 queues reset (the replies of 3 shards joined)",
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.A) RESETINT(4) HIQDEPTH(1) MSGSIN(1) MSGSOUT(0)",
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(4) HIQDEPTH(1) MSGSIN(1) MSGSOUT(1)"]
+    partial = join_parts(records[1:], partial=True)
+    assert partial["ok"] is False and "No reply from part 1 of 3" in partial["message"]
+    # a reply that came whole is its own join; an id without a part is part 1 of 1
+    whole = {"command_id": "x", "ok": True, "message": "RESET QSTATS('A'): AMQ8450I: ..."}
+    assert join_parts([whole]) is whole and split_part("x") == ("x", 1, 1)
+    assert split_part(part_command_id("a\x1fb", 2, 8)) == ("a\x1fb", 2, 8)
+
+
+def test_reset_qstats_of_one_queue_still_goes_to_its_shard_alone():
+    assert parse_command("RESET QSTATS(PAYROLL.A)").scope == "queue"

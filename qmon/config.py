@@ -159,7 +159,8 @@ class StructureConfig(_Model):
     overflow_scan_interval: str = "15 minutes"
     type: Literal["msgq", "resource"] = "msgq"
     clear_margin: int = Field(5, ge=0, le=50, description="points below FULLTHRESHOLD (near full) or 100% (full) "
-                              "that usage must fall before the alert resolves")
+                              "that usage must fall before the alert resolves ...")
+    clear_hold: str = Field("30 seconds", description="... and how long (event time) it must stay there")
 
     @field_validator("strname", "ovflwstr", mode="before")
     @classmethod
@@ -171,6 +172,12 @@ class StructureConfig(_Model):
     def _duration(cls, v: str) -> str:
         if duration_ms(v) <= 0:
             raise ValueError("the overflow scan interval must be positive")
+        return v
+
+    @field_validator("clear_hold")
+    @classmethod
+    def _hold(cls, v: str) -> str:
+        duration_ms(v)
         return v
 
     @model_validator(mode="after")
@@ -187,7 +194,7 @@ class StructureConfig(_Model):
     def definition(self) -> StructureDef:
         return StructureDef(self.strname, self.size, self.initsize, self.ovflwmax, self.ovflwstr, self.ovflwsize,
                             self.fullthreshold, self.lgmsgsz, duration_ms(self.overflow_scan_interval),
-                            self.type == "resource", self.clear_margin)
+                            self.type == "resource", self.clear_margin, duration_ms(self.clear_hold))
 
 
 class ExitRuleConfig(_Model):

@@ -39,9 +39,11 @@ Choices where the seeds are silent (documented in the README):
   overflow structure's free space; otherwise it stays in the primary, not in overflow mode
   (``in_overflow`` false in the OverflowCandidates record), and selection goes on with the
   next candidate.
-* Hysteresis: STRUCTURE_NEAR_FULL resolves when usage falls below FULLTHRESHOLD − ``clear_margin``
-  points; STRUCTURE_FULL and OVERFLOW_STRUCTURE_FULL are relieved when a get brings usage below
-  100 − ``clear_margin`` (default 5 points each).
+* Hysteresis: STRUCTURE_NEAR_FULL resolves when usage has stayed below FULLTHRESHOLD −
+  ``clear_margin`` points for ``clear_hold`` of event time; STRUCTURE_FULL and
+  OVERFLOW_STRUCTURE_FULL when it has stayed below 100 − ``clear_margin`` that long (defaults 5
+  points, 30 s).  The RESOLVED carries the instant the hold ended; a quiet structure gets it from
+  the Spark timer, as for the scan.
 * START carries a depth but no sizes, so it does not change structure accounting.
 * Near-full is judged after alter and overflow have acted on the put, so a crossing that
   an alter removes at once raises nothing.
@@ -186,7 +188,8 @@ class StructureDef:
     lgmsgsz: int = 4096
     overflow_scan_interval_ms: int = 15 * 60 * 1000
     resource: bool = False  # resource structures never overflow
-    clear_margin: int = 5  # points below a threshold an alert needs to resolve (hysteresis)
+    clear_margin: int = 5  # points below a threshold an alert needs to resolve (hysteresis) ...
+    clear_hold_ms: int = 30_000  # ... for this long (event time) without going back above it
 
     @property
     def target(self) -> int:
@@ -247,7 +250,7 @@ class StructureMonitor:
             state = {"v": STATE_VERSION, "size_kb": size, "used": 0, "ovf_used": 0, "queues": {},
                      "mode": None, "full": None, "near": None, "ovf_full": None, "next_scan": None,
                      "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False,
-                     "above": False}
+                     "above": False, "clear": {}}
         elif state.get("v", 1) < STATE_VERSION:
             state = _migrate(state)
         self.state = state
@@ -360,6 +363,7 @@ class StructureMonitor:
         before = self.usage()
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
+            st.get("clear", {}).pop("ovf_full", None)  # full again: the hold starts over
             if st["ovf_full"] is None:
                 st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
                 out.append(self._emit(
@@ -373,6 +377,7 @@ class StructureMonitor:
             return out
         if primary_need and st["used"] + primary_need > self.capacity:
             st["rejected"] += 1
+            st.get("clear", {}).pop("full", None)  # full again: the hold starts over
             if st["full"] is None:
                 st["full"] = event_id("full", self.name, rec.event_id)
                 out.append(self._emit(
@@ -401,6 +406,7 @@ class StructureMonitor:
                 out.extend(self._threshold(rec, before))
         out.extend(self._rearm())
         out.extend(self._near_full(rec, before))
+        out.extend(self._track_clear(rec.ts))
         return out
 
     def _rearm(self) -> list[Emit]:
@@ -496,7 +502,7 @@ class StructureMonitor:
         q = st["queues"].get(rec.queue)
         if q is None or not q["fifo"]:
             return []  # no message qmon saw put (activity before qmon started): nothing to free
-        before, ovf_before = self.usage(), self.ovf_usage()
+        before = self.usage()
         want = None
         if rec.msg_bytes is not None:
             split = self._split(rec.queue, rec.msg_bytes)
@@ -524,27 +530,74 @@ class StructureMonitor:
                 st["used"] -= n
                 freed_primary += n
         out: list[Emit] = []
-        clear = 100 - d.clear_margin
-        if st["full"] is not None and freed_primary > 0 and not at_or_above(st["used"], self.capacity, clear):
-            aid, st["full"] = st["full"], None
-            out.append(self._emit(
-                "STRUCTURE_FULL_RELIEVED", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
-                usage_before_pct=before, usage_after_pct=self.usage(),
-                summary=(f"Structure {self.name} is no longer full: gets freed space and it is {self.usage()}% used "
-                         f"(below {clear}%)."),
-                action="None; check that the consumers keep up."))
-        if (st["ovf_full"] is not None and freed_ovf > 0
-                and not at_or_above(st["ovf_used"], self.ovf_capacity, clear)):
-            aid, st["ovf_full"] = st["ovf_full"], None
-            out.append(self._emit(
-                "OVERFLOW_STRUCTURE_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
-                qmgr=rec.qmgr, usage_before_pct=ovf_before, usage_after_pct=self.ovf_usage(),
-                summary=f"Overflow structure {d.ovflwstr} of {self.name} has room again ({self.ovf_usage()}% used).",
-                action="None."))
         if st["mode"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
             out.extend(self._end_overflow(rec.ts, rec.event_id, before))
         out.extend(self._rearm())
         out.extend(self._near_full(rec, before))
+        out.extend(self._track_clear(rec.ts))
+        return out
+
+    # ---------------------------------------------------------- hysteresis: margin and hold
+
+    def _clear(self, key: str) -> bool:
+        """Whether the condition that ends alert ``key`` holds: usage ``clear_margin`` points below its threshold."""
+        d, st = self.d, self.state
+        assert d is not None
+        if key == "near":
+            return not at_or_above(st["used"], self.capacity, d.fullthreshold - d.clear_margin)
+        if key == "full":
+            return not at_or_above(st["used"], self.capacity, 100 - d.clear_margin)
+        return not at_or_above(st["ovf_used"], self.ovf_capacity, 100 - d.clear_margin)
+
+    def _track_clear(self, ts: int) -> list[Emit]:
+        """After an operation: note since when each firing alert's clear condition has held (forget it when
+        usage went back up), and resolve those that held ``clear_hold``."""
+        st = self.state
+        clear = st.setdefault("clear", {})
+        for key in ("full", "ovf_full", "near"):
+            if st[key] is not None and self._clear(key):
+                clear.setdefault(key, ts)
+            else:
+                clear.pop(key, None)
+        return self._resolve_due(ts)
+
+    def _resolve_due(self, now_ts: int) -> list[Emit]:
+        """RESOLVED, at the instant the hold ended, for every alert whose clear condition held ``clear_hold``
+        by event time ``now_ts``."""
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        for key in ("full", "ovf_full", "near"):
+            since = st.get("clear", {}).get(key)
+            if since is None or now_ts < since + d.clear_hold_ms:
+                continue
+            at = since + d.clear_hold_ms
+            del st["clear"][key]
+            aid, st[key] = st[key], None
+            usage, src = self.usage(), f"clear@{at}"
+            held = f" for {d.clear_hold_ms // 1000} s" if d.clear_hold_ms else ""
+            if key == "full":
+                out.append(self._emit(
+                    "STRUCTURE_FULL_RELIEVED", "RESOLVED", aid, "INFO", at, src, usage_before_pct=usage,
+                    usage_after_pct=usage,
+                    summary=(f"Structure {self.name} is no longer full: it has been below {100 - d.clear_margin}% "
+                             f"used{held} ({usage}% now)."),
+                    action="None; check that the consumers keep up."))
+            elif key == "ovf_full":
+                out.append(self._emit(
+                    "OVERFLOW_STRUCTURE_FULL", "RESOLVED", aid, "INFO", at, src, usage_before_pct=self.ovf_usage(),
+                    usage_after_pct=self.ovf_usage(),
+                    summary=(f"Overflow structure {d.ovflwstr} of {self.name} has room again: below "
+                             f"{100 - d.clear_margin}% used{held} ({self.ovf_usage()}% now)."),
+                    action="None."))
+            else:
+                out.append(self._emit(
+                    "STRUCTURE_NEAR_FULL", "RESOLVED", aid, "INFO", at, src, usage_before_pct=usage,
+                    usage_after_pct=usage,
+                    message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
+                    summary=(f"Structure {self.name} is {usage}% used: it has been more than {d.clear_margin} points "
+                             f"below its full threshold of {d.fullthreshold}%{held}."),
+                    action="None."))
         return out
 
     def _end_overflow(self, ts: int, source: str, before: float) -> list[Emit]:
@@ -586,15 +639,6 @@ class StructureMonitor:
                          f"{d.fullthreshold}%; at 100% puts are rejected (CQS0205E)."),
                 action=("Find the deepest queues of the structure and drain them; consider a larger SIZE or an "
                         "overflow structure."))]
-        if st["near"] is not None and not at_or_above(st["used"], self.capacity, d.fullthreshold - d.clear_margin):
-            aid, st["near"] = st["near"], None
-            return [self._emit(
-                "STRUCTURE_NEAR_FULL", "RESOLVED", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
-                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=usage,
-                message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
-                summary=(f"Structure {self.name} is {usage}% used, back below its full threshold of "
-                         f"{d.fullthreshold}% by more than {d.clear_margin} points."),
-                action="None.")]
         return []
 
     # ---------------------------------------------------------- the overflow scan
@@ -623,7 +667,7 @@ class StructureMonitor:
     def _catch_up(self, now_ts: int) -> list[Emit]:
         """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
         st = self.state
-        out: list[Emit] = []
+        out: list[Emit] = self._resolve_due(now_ts)
         if st["next_scan"] is not None and st["mode"] is not None and now_ts >= st["next_scan"]:
             d = self.d
             assert d is not None
@@ -636,11 +680,16 @@ class StructureMonitor:
         return out
 
     def next_scan_clock(self) -> int | None:
-        """The arrival-clock time of the next overflow scan (for a Spark timer), or None."""
-        st = self.state
-        if st["next_scan"] is None or st["mode"] is None or st["last_clock"] is None or st["last_ts"] is None:
+        """The arrival-clock time of the next overflow scan or alert resolution due (for a Spark timer), or None."""
+        st, d = self.state, self.d
+        if st["last_clock"] is None or st["last_ts"] is None or d is None:
             return None
-        return st["last_clock"] + max(0, st["next_scan"] - st["last_ts"])
+        due = [since + d.clear_hold_ms for since in st.get("clear", {}).values()]
+        if st["next_scan"] is not None and st["mode"] is not None:
+            due.append(st["next_scan"])
+        if not due:
+            return None
+        return st["last_clock"] + max(0, min(due) - st["last_ts"])
 
     def on_clock(self, clock: int) -> list[Emit]:
         """The arrival clock reached ``clock``: run the scan due by the matching event time."""
@@ -657,6 +706,7 @@ def _migrate(state: dict[str, Any]) -> dict[str, Any]:
         if "fifo" not in q:
             q["fifo"] = [[q["msgs"], q["el"], 0]] if q["msgs"] > 0 else []
     state.setdefault("above", False)
+    state.setdefault("clear", {})
     state["v"] = STATE_VERSION
     return state
 

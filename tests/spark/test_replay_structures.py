@@ -57,7 +57,8 @@ def test_alter_overflow_candidates_and_full_through_replay(replay_factory):
 
 def test_structure_full_message_through_replay(replay_factory):
     records = [put(i, "1TRAN", structure="RSRC1") for i in range(17)]  # 16 elements; the 17th does not fit
-    records.append(get(100, "1TRAN", structure="RSRC1"))
+    records.append(get(100, "1TRAN", structure="RSRC1"))  # 15/16: below 95%, held for clear_hold (30 s) ...
+    records.append(put(60_000, "1OTHER", structure="MSGQ2"))  # ... while event time moves on: relieved
     out = replay_factory(records, CONFIG)
     alerts = [(a["type"], a["state"], a["message"]) for a in out if a["topic"] == topics.STRUCTURE
               and a["type"].startswith("STRUCTURE_FULL")]
@@ -139,14 +140,16 @@ def test_thresholds_use_exact_counts_through_replay(replay_factory):
 
 
 def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
-    """Item 11: usage wobbling 79% <-> 80% around FULLTHRESHOLD 80 is one FIRING; below 75% it resolves."""
+    """Item 11: usage wobbling 79% <-> 80% around FULLTHRESHOLD 80 is one FIRING; it resolves once usage has
+    stayed below 75% (FULLTHRESHOLD - clear_margin) for clear_hold."""
     records = [put(i, "1TRAN", structure="WOBBLE") for i in range(80)]
     for k in range(10):
         records += [get(100 + 2 * k, "1TRAN", structure="WOBBLE"), put(101 + 2 * k, "1TRAN", structure="WOBBLE")]
-    records += [get(200 + k, "1TRAN", structure="WOBBLE") for k in range(6)]  # 74%
+    records += [get(200 + k, "1TRAN", structure="WOBBLE") for k in range(6)]  # 74% from 205 ms ...
+    records += [put(60_000, "1OTHER", structure="BIG")]  # ... held 30 s of event time: RESOLVED at 30,205 ms
     out = replay_factory(records, EXACT)
-    assert [(a["type"], a["state"]) for a in out if a["topic"] == topics.STRUCTURE] == [
-        ("STRUCTURE_NEAR_FULL", "FIRING"), ("STRUCTURE_NEAR_FULL", "RESOLVED")]
+    assert [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.STRUCTURE] == [
+        ("STRUCTURE_NEAR_FULL", "FIRING", 79), ("STRUCTURE_NEAR_FULL", "RESOLVED", 30_205)]
 
 
 @settings(max_examples=3, deadline=None, derandomize=True, database=None,

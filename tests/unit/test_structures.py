@@ -23,7 +23,7 @@ _ids = itertools.count(1)
 
 
 def mon(exit_rules: tuple[ExitRule, ...] = (), **kw) -> StructureMonitor:
-    d = StructureDef(**{"strname": "MSGQ1", "size": 10, "initsize": 10, **kw})
+    d = StructureDef(**{"strname": "MSGQ1", "size": 10, "initsize": 10, "clear_hold_ms": 0, **kw})
     return StructureMonitor("MSGQ1", StructureSettings((d,), OverflowExit(rules=exit_rules)))
 
 
@@ -31,8 +31,8 @@ def put(m: StructureMonitor, queue: str, nbytes: int = 512, ts: int = 1000, **kw
     return m.on_activity(Op(f"e{next(_ids)}", "IMSA", queue, "PUT", ts, nbytes, **kw))
 
 
-def get(m: StructureMonitor, queue: str, nbytes: int | None = 512, ts: int = 2000):
-    return m.on_activity(Op(f"e{next(_ids)}", "IMSA", queue, "GET", ts, nbytes))
+def get(m: StructureMonitor, queue: str, nbytes: int | None = 512, ts: int = 2000, **kw):
+    return m.on_activity(Op(f"e{next(_ids)}", "IMSA", queue, "GET", ts, nbytes, **kw))
 
 
 def types(emits) -> list[tuple[str, str]]:
@@ -511,3 +511,35 @@ def test_overflow_mode_without_an_overflow_structure_wobbling_is_one_episode():
         out += get(m, "1SML") + put(m, "1SML") + put(m, "1BIG")
     kinds = [t for t in types(out) if t[0] in ("OVERFLOW_MODE_ENTERED", "OVERFLOW_MODE_ENDED", "QUEUE_PUTS_REJECTED")]
     assert kinds == [("OVERFLOW_MODE_ENTERED", "FIRING"), ("QUEUE_PUTS_REJECTED", "FIRING")]
+
+
+def test_a_clear_hold_keeps_a_brief_dip_in_one_episode_and_resolves_at_the_end_of_the_hold():
+    m = mon(size=50, initsize=50, ovflwmax=100, fullthreshold=80, clear_hold_ms=30_000)
+    out = fill(m, "1TRAN", 80, ts=0)  # FIRING
+    for k in range(6):
+        out += get(m, "1TRAN", ts=1_000 + k)  # 74%: the hold starts at 1,005
+    out += fill(m, "1TRAN", 6, ts=10_000)  # back to 80% within the hold: same episode
+    for k in range(6):
+        out += get(m, "1TRAN", ts=20_000 + k)  # 74% again from 20,005
+    assert types(out) == [("STRUCTURE_NEAR_FULL", "FIRING")]
+    out = put(m, "1OTHER", 100, ts=49_999, clock=49_999)  # 75%: not below 75 ... the hold starts over
+    for _ in range(2):
+        out += get(m, "1TRAN", ts=50_000, clock=50_000)  # 73% from 50,000
+    assert types(out) == []
+    assert m.next_scan_clock() == 80_000  # the timer a quiet structure resolves by (clock == ts here)
+    [resolved] = m.on_clock(80_000)
+    assert (resolved.record["type"], resolved.record["state"], resolved.record["ts"]) == (
+        "STRUCTURE_NEAR_FULL", "RESOLVED", 80_000)
+
+
+def test_a_rejected_put_restarts_the_full_hold():
+    m = mon(size=50, initsize=50, ovflwmax=100, fullthreshold=100, resource=True, clear_hold_ms=10_000)
+    out = fill(m, "1TRAN", 101, ts=0)
+    for k in range(6):
+        out += get(m, "1TRAN", ts=1_000 + k)  # 94%
+    out += put(m, "1TRAN", 512 * 20, ts=5_000)  # does not fit: full again
+    out += put(m, "1TRAN", ts=12_000)  # 10 s after the dip, but the hold restarted at 5,000 ... (95%)
+    assert [t for t in types(out) if t[0].startswith("STRUCTURE_FULL")] == [("STRUCTURE_FULL", "FIRING")]
+    out = get(m, "1TRAN", ts=13_000) + get(m, "1TRAN", ts=13_000)  # 93% from 13,000
+    out += put(m, "1OTHER", 100, ts=23_000)  # event time passes the hold: relieved at 23,000
+    assert [(e.record["type"], e.record["ts"]) for e in out] == [("STRUCTURE_FULL_RELIEVED", 23_000)]

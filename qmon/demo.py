@@ -40,6 +40,8 @@ class View:
         self.service: dict[str, str] = {}
         self.latest: collections.deque[str] = collections.deque(maxlen=12)
         self.counts: collections.Counter[str] = collections.Counter()
+        self.firing: collections.Counter[str] = collections.Counter()  # FIRING records per alert type
+        self.episodes: dict[str, set[str]] = collections.defaultdict(set)  # distinct alert_ids per type
         self.depth: dict[tuple[str, str], int] = {}
 
     def on_item(self, item: Any) -> None:
@@ -63,6 +65,10 @@ class View:
             self.counts[str(record.get("type") or ("DEAD_LETTER" if topic == topics.DLQ else
                                                    "OVERFLOW_CANDIDATES" if topic == topics.OVERFLOW else
                                                    "WORK_AVAILABLE" if topic == topics.NOTIFY else topic))] += 1
+            if record.get("state") in ("FIRING", "RESOLVED") and record.get("alert_id"):
+                self.episodes[str(record["type"])].add(str(record["alert_id"]))
+                if record["state"] == "FIRING":
+                    self.firing[str(record["type"])] += 1
             if topic == topics.PERFORMANCE:
                 self.service[f"{record['qmgr']}/{record['queue']}"] = record["type"]
             elif topic == topics.STRUCTURE and record.get("type") == "QUEUE_STALLED":
@@ -189,5 +195,8 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
             shutil.rmtree(base, ignore_errors=True)
     print(f"qmon demo summary ({time.monotonic() - t_start:.0f} s):")
     for name, n in sorted(view.counts.items()):
-        print(f"  {name:<26} {n}")
+        line = f"  {name:<26} {n}"
+        if name in view.episodes:  # an alert kind: FIRING records against distinct episodes (alert_ids)
+            line += f"  ({view.firing[name]} FIRING, {len(view.episodes[name])} episodes)"
+        print(line)
     return 0

@@ -4,7 +4,10 @@ For a given seed and rate the sequence of records is always the same; only ``t0`
 (the event time of the first record) anchors it to a clock.  What it contains:
 
 * two IBM MQ queue managers (QM1, QM2) with ~80 application queues each, steady
-  puts and gets, and now and then a burst of 20 puts to one queue;
+  puts, each message got by its queue's consumer 20-1,500 ms later, and now and
+  then a burst of 20 puts that the consumer drains one every 200 ms;
+* QM1's ``APP.Q006``: its consumer hangs for 15 s in every minute, so messages wait
+  on a quiet queue (QUEUE_STALLED, then QSVCINT_HIGH when it comes back);
 * QM1's ``PAYROLL.REQUEST``: a consumer that keeps up, stops for ``slow`` seconds
   in every cycle while puts continue (QSVCINT_HIGH, QUEUE_STALLED), then catches up
   (QSVCINT_OK);
@@ -17,6 +20,7 @@ For a given seed and rate the sequence of records is always the same; only ``t0`
 
 from __future__ import annotations
 
+import heapq
 import random
 from dataclasses import dataclass, field
 from typing import Any, Iterator, NamedTuple
@@ -26,6 +30,8 @@ from qmon import topics
 MQ_QMGRS = ("QM1", "QM2")
 IMS_SYSTEMS = ("IMSA", "IMSB")
 PAYROLL = ("QM1", "PAYROLL.REQUEST")
+HUNG = ("QM1", "APP.Q006")  # its consumer hangs from HUNG_FROM_S to HUNG_TO_S of every minute
+HUNG_FROM_S, HUNG_TO_S = 15.0, 30.0
 
 
 class Item(NamedTuple):
@@ -54,6 +60,7 @@ class Simulator:
         self.depth: dict[tuple[str, str], int] = {}
         self.sizes: dict[tuple[str, str], list[int]] = {}
         self.seq = 0
+        self.gets: list[tuple[int, int, str, str]] = []  # MQ consumers' gets to come: (due ts, seq, qmgr, queue)
         self.mq = [(qm, f"APP.Q{i:03d}") for qm in MQ_QMGRS for i in range(self.mq_queues)]
         self.mq += [(qm, "ORDERS.IN") for qm in MQ_QMGRS]
         self.ims1 = [f"1TRAN{i:03d}" for i in range(self.ims_queues)] + [f"5LTERM{i:03d}" for i in range(40)]
@@ -99,13 +106,27 @@ class Simulator:
             return self._act(ts, system, queue, "PUT", self._size(False), structure)
         return self._act(ts, system, self.rng.choice(full[:20]), "GET", None, structure)
 
+    def _consume_at(self, due: int, qmgr: str, queue: str) -> None:
+        """The queue's consumer gets a message at ``due`` (later while a hung consumer hangs)."""
+        if (qmgr, queue) == HUNG:
+            phase = ((due - self.t0) / 1000.0) % 60.0
+            if HUNG_FROM_S <= phase < HUNG_TO_S:
+                due += int((HUNG_TO_S - phase) * 1000)
+        self.seq += 1
+        heapq.heappush(self.gets, (due, self.seq, qmgr, queue))
+
     def _mq(self, ts: int) -> list[Item]:
+        if self.gets and self.gets[0][0] <= ts:  # a consumer's get is due: it takes this slot
+            _, _, qmgr, queue = heapq.heappop(self.gets)
+            return [self._act(ts, qmgr, queue, "GET")]
         qmgr, queue = self.rng.choice(self.mq)
         if self.rng.random() < 0.02:
             self.stats["bursts"] = self.stats.get("bursts", 0) + 1
+            first = ts + self.rng.randint(20, 1_500)
+            for k in range(20):
+                self._consume_at(first + 200 * k, qmgr, queue)
             return [self._act(ts, qmgr, queue, "PUT", 300) for _ in range(20)]
-        if self.depth.get((qmgr, queue), 0) > 0 and self.rng.random() < 0.55:
-            return [self._act(ts, qmgr, queue, "GET")]
+        self._consume_at(ts + self.rng.randint(20, 1_500), qmgr, queue)
         return [self._act(ts, qmgr, queue, "PUT", self._size(False))]
 
     def _payroll(self, ts: int, phase: float) -> list[Item]:

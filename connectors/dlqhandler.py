@@ -1,25 +1,45 @@
 """``qmon dlq-handler``: works ``qmon.dlq`` down with a rules table (SPEC §7, seed 002).
 
-Delivery guarantee: **exactly once** for consumers that read committed records
-(the default of librdkafka clients and of qmon's own job).  Each batch is one
-Kafka transaction holding (a) every forwarded or retried record, (b) the ledger
-entries of the records left on the DLQ (IGNORE), and (c) the handler's consumer
-offsets.  Killed at any point, the transaction is aborted and the batch is done
-again on restart: nothing is lost and nothing appears twice.  Consumers that read
-uncommitted records may see an aborted attempt once; every record the handler
-writes carries the header ``qmon.dlq.source`` (topic/partition/offset of the dead
-letter) so they can drop such duplicates.
+The decisions are ``qmon.dlqrules``' (pure): which rule and attempt come next for a record, when
+that attempt is due, when a record is ignored for good.  This module only moves records.
 
-IGNORE leaves a record on the DLQ.  A Kafka topic cannot drop one record, so
-"seen but not removed" is a compacted ledger topic ``<prefix>.dlq.ignored`` keyed
-by the record's partition/offset; it is read at start and rescanned every
-RETRYINT seconds: a record whose rules now succeed (a forward queue that exists
-now, say) is handled and its ledger entry deleted.  DISCARD, FWD and RETRY remove
-a record: the committed offset moves past it and no ledger entry is kept.
+**Never blocking.**  A record whose next attempt is not due yet (a RETRY waits RETRYINT after the
+record's put time; a failed attempt is repeated RETRYINT later) waits in a schedule ordered by due
+time, while the handler goes on polling the DLQ and handling other records.  The loop never sleeps:
+it polls the DLQ for at most ``POLL_TIMEOUT`` seconds (less when an attempt falls due sooner), then
+makes the attempts that are due, at most ``DUE_PER_PASS`` records a pass, so the consumer calls
+poll well within its ``max.poll.interval.ms`` whatever RETRY and RETRYINT say.
 
-The handler never changes a record: RETRY puts the original key and value back on
-the original topic, FWD HEADER(NO) forwards them, FWD HEADER(YES) forwards the
-whole DeadLetter record (header and original bytes) as it is on the DLQ.
+**Delivery guarantee: exactly once** for consumers that read committed records (the default of
+librdkafka clients and of qmon's own job).  Each batch read from the DLQ, and each pass of due
+attempts, is one Kafka transaction holding (a) every forwarded or retried record, (b) the ledger
+entries it writes or deletes, and (c) for a batch, the handler's consumer offsets.  Killed at any
+point, the transaction is aborted and the work is done again on restart: nothing is lost and
+nothing appears twice.  Consumers that read uncommitted records may see an aborted attempt once;
+every record the handler writes carries the header ``qmon.dlq.source`` (topic/partition/offset of
+the dead letter) so they can drop such duplicates.
+
+**The ledger** ``<dlq>.ignored`` (compacted, key ``partition/offset``) is seed 002's "record of all
+messages on the DLQ that have been seen but not removed": a record left on the DLQ, either
+*waiting* for its next attempt or *ignored* for good, with its attempt counts per rule, the time of
+its last failed attempt and its DeadLetter header (not its bytes).  A record that has to wait is
+written to the ledger in the same transaction that commits the consumer offset past it, so the
+committed offset never holds back on it and a crash never loses it: the handler reads the ledger
+when it starts and schedules each waiting record at its due time.  Every failed attempt updates the
+record's entry in the transaction of its pass; a record that is forwarded, retried or discarded
+has its entry deleted (a tombstone) in the transaction that writes it.  An attempt made in a
+transaction that is then aborted by a crash is made again after the restart (it had no effect).
+
+**The rescan** (seed 002: "the DLQ is periodically rescanned") is this schedule: a waiting record is
+re-attempted when its due time comes; a summary line is printed every RETRYINT.  A record ignored
+for good is not attempted again while the handler runs (its rules cannot change: the table is read
+only at start, seed 002 note 3); at start, each ignored record is planned again against the table
+just read, with the attempt counts it has, never reset -- it gets another attempt only if a rule
+that matches it has attempts left (a new rule, or a larger RETRY).
+
+The handler never changes a record: RETRY puts the original key and value back on the original
+topic, FWD HEADER(NO) forwards them, FWD HEADER(YES) forwards the whole DeadLetter record (header
+and original bytes) as it is on the DLQ.
 """
 
 from __future__ import annotations
@@ -29,29 +49,57 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from connectors import avro
 from connectors.kafka import client_config
 from qmon import topics
 from qmon.config import KafkaSecurity
-from qmon.dlqrules import Outcome, Rule, RulesTable, decide
+from qmon.dlqrules import Advance, Outcome, Progress, Rule, RulesTable, Schedule, advance, next_step, put_seconds
 
 logger = logging.getLogger(__name__)
 
 GROUP = "qmon-dlq-handler"
 #: Seconds to pause between a batch's writes and its commit (crash tests only; 0 in use).
 _PAUSE_BEFORE_COMMIT = float(os.environ.get("QMON_FAULT_PAUSE_BEFORE_COMMIT", "0"))
+#: The longest the loop waits in one poll of the DLQ (seconds); shorter when an attempt falls due sooner.
+POLL_TIMEOUT = 1.0
+#: At most this many records' due attempts in one pass, and at most this many seconds spent fetching
+#: them, so the loop is back at poll() in good time.
+DUE_PER_PASS = 100
+PASS_BUDGET = 30.0
+#: The consumer's max.poll.interval.ms: Kafka's default; the loop polls at least every few seconds.
+MAX_POLL_INTERVAL_MS = 300_000
+#: Fields of the DeadLetter kept in a ledger entry: what the rules match, and the put time RETRY waits on.
+HEADER_FIELDS = ("reason", "reason_name", "dest_topic", "format", "put_appl_name")
+
+
+class LedgerEntry(TypedDict, total=False):
+    """A record left on the DLQ (JSON in the ledger topic, key ``partition/offset``)."""
+
+    topic: str
+    partition: int
+    offset: int
+    reason: str | None
+    seen: int  # epoch ms: when the handler first read it
+    state: str  # "waiting" (for its next attempt) or "ignored" (for good); absent in entries of older versions
+    attempts: dict[str, int]  # Rule.key -> attempts made
+    last_failure: int | None  # epoch ms of the latest failed attempt
+    due: int | None  # epoch ms of the next attempt (waiting only)
+    header: dict[str, Any] | None  # the DeadLetter's HEADER_FIELDS and put_time (epoch ms); None: not a DeadLetter
 
 
 @dataclass
 class Counts:
-    processed: int = 0
+    processed: int = 0  # records done with: forwarded, retried, discarded or ignored for good
     forwarded: int = 0
     retried: int = 0
     discarded: int = 0
     ignored: int = 0
+    attempts: int = 0  # FWD and RETRY attempts made
+    failed: int = 0  # of which failed
 
     def add(self, outcome: Outcome) -> None:
         self.processed += 1
@@ -64,10 +112,24 @@ class Counts:
         else:
             self.ignored += 1
 
-    def line(self, scan: int, kind: str, on_dlq: int) -> str:
+    def merge(self, other: Counts) -> None:
+        for f in ("processed", "forwarded", "retried", "discarded", "ignored", "attempts", "failed"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+    def line(self, scan: int, kind: str, on_dlq: int, waiting: int) -> str:
         return (f"dlq-handler {kind} {scan}: processed {self.processed}, forwarded {self.forwarded}, "
                 f"retried {self.retried}, discarded {self.discarded}, ignored {self.ignored}; "
-                f"{on_dlq} record(s) left on the DLQ (ignored)")
+                f"{self.attempts} attempt(s), {self.failed} failed; "
+                f"{on_dlq} record(s) left on the DLQ (ignored), {waiting} waiting for a retry")
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(round(seconds * 1000))
+
+
+def _progress(entry: LedgerEntry) -> Progress:
+    last = entry.get("last_failure")
+    return Progress(dict(entry.get("attempts") or {}), None if last is None else last / 1000)
 
 
 @dataclass
@@ -79,6 +141,8 @@ class Handler:
     partitions: int = 1
     group: str = GROUP
     printer: Any = print
+    #: epoch seconds; due times are kept in the ledger, so they are wall-clock times
+    clock: Callable[[], float] = time.time
     scans: int = 0
     totals: Counts = field(default_factory=Counts)
     _exists: set[str] = field(default_factory=set)
@@ -91,24 +155,27 @@ class Handler:
         self.ledger_topic = f"{self.input}.ignored"
         self.admin = AdminClient(client_config(self.bootstrap, self.security))
         self._create_ledger()
-        retryint = self.table.control.retryint
         self.producer = Producer(client_config(
             self.bootstrap, self.security, **{"transactional.id": f"{self.group}:{self.input}",
                                               "enable.idempotence": True, "linger.ms": 5,
                                               "transaction.timeout.ms": 120_000}))
-        self.producer.init_transactions(60)
+        self.producer.init_transactions(60)  # fences a previous instance and aborts its open transaction
         self.consumer = Consumer(client_config(
             self.bootstrap, self.security, **{"group.id": self.group, "enable.auto.commit": False,
                                               "session.timeout.ms": 10_000,
                                               "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                                              "max.poll.interval.ms": max(300_000, retryint * 1000 * 10)}))
+                                              "max.poll.interval.ms": MAX_POLL_INTERVAL_MS}))
         self.consumer.subscribe([self.input])
         self.fetcher = Consumer(client_config(
             self.bootstrap, self.security, **{"group.id": f"{self.group}-rescan-{uuid.uuid4().hex[:8]}",
                                               "enable.auto.commit": False, "isolation.level": "read_committed"}))
-        self.ledger = self._read_ledger()
+        self.schedule = Schedule()
+        self._held: dict[str, tuple[bytes | None, bytes]] = {}  # DLQ key and value of records waiting
+        self._listed: set[str] | None = None  # the topics listed in the current pass
+        self.ledger: dict[str, LedgerEntry] = self._read_ledger()
+        self._plan_ledger()
 
-    # ---------------------------------------------------------- the ledger of ignored records
+    # ---------------------------------------------------------- the ledger of records left on the DLQ
 
     def _create_ledger(self) -> None:
         from confluent_kafka.admin import NewTopic
@@ -123,7 +190,7 @@ class Handler:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
 
-    def _read_ledger(self) -> dict[str, dict[str, Any]]:
+    def _read_ledger(self) -> dict[str, LedgerEntry]:
         from confluent_kafka import Consumer, TopicPartition
 
         c = Consumer(client_config(self.bootstrap, self.security, **{
@@ -131,7 +198,7 @@ class Handler:
             "isolation.level": "read_committed"}))
         try:
             low, high = c.get_watermark_offsets(TopicPartition(self.ledger_topic, 0), timeout=30)
-            entries: dict[str, dict[str, Any]] = {}
+            entries: dict[str, LedgerEntry] = {}
             if high <= low:
                 return entries
             c.assign([TopicPartition(self.ledger_topic, 0, low)])
@@ -155,38 +222,56 @@ class Handler:
         finally:
             c.close()
 
+    def _plan_ledger(self) -> None:
+        """At start: schedule every waiting record, and every ignored one the table just read gives an attempt."""
+        for lkey, entry in self.ledger.items():
+            header = entry.get("header")
+            if "state" not in entry or not header:
+                continue  # an older version's entry, or not a DeadLetter: ignored for good
+            step = next_step(self.table, header, _progress(entry))
+            if entry["state"] == "ignored" and step.final and step.action == "IGNORE":
+                continue  # still nothing to do for it
+            self.schedule.put(lkey, 0.0 if step.final else step.due)
+
+    def _entry(self, topic: str, partition: int, offset: int, dl: dict[str, Any] | None, adv: Advance | None,
+               seen: int | None = None) -> LedgerEntry:
+        header = None
+        if dl is not None:
+            header = {k: dl.get(k) for k in HEADER_FIELDS}
+            header["put_time"] = _ms(put_seconds(dl))
+        waiting = adv is not None and adv.outcome is None
+        progress = adv.progress if adv is not None else Progress()
+        return LedgerEntry(topic=topic, partition=partition, offset=offset,
+                           reason=dl.get("reason_name") if dl else None,
+                           seen=seen if seen is not None else _ms(self.clock()) or 0,
+                           state="waiting" if waiting else "ignored", attempts=dict(progress.attempts),
+                           last_failure=_ms(progress.last_failure),
+                           due=_ms(adv.step.due) if waiting and adv is not None else None, header=header)
+
+    def _write(self, lkey: str, entry: LedgerEntry | None) -> None:
+        value = None if entry is None else json.dumps(entry).encode()
+        self.producer.produce(self.ledger_topic, key=lkey.encode(), value=value)
+
     # ---------------------------------------------------------- attempts
 
     def _topic_exists(self, topic: str) -> bool:
         if topic in self._exists:
             return True
-        md = self.admin.list_topics(timeout=10)  # all topics: asking for one may auto-create it
-        t = md.topics.get(topic)
-        ok = t is not None and t.error is None and len(t.partitions) > 0
-        if ok:
+        if self._listed is None:  # once a pass: all topics (asking for one may auto-create it)
+            md = self.admin.list_topics(timeout=10)
+            self._listed = {name for name, t in md.topics.items() if t.error is None and len(t.partitions) > 0}
+        if topic in self._listed:
             self._exists.add(topic)
-        return ok
-
-    def _attempt(self, dl: dict[str, Any]) -> Any:
-        retryint = self.table.control.retryint
-
-        def attempt(rule: Rule, topic: str | None, n: int) -> bool:
-            if rule.action == "RETRY":
-                put = dl["put_time"]
-                put_s = put.timestamp() if hasattr(put, "timestamp") else int(put) / 1000
-                due = put_s + retryint if n == 0 else time.time() + retryint
-                wait = due - time.time()
-                if wait > 0:
-                    time.sleep(wait)
-            elif n > 0:
-                time.sleep(retryint)
-            if not topic or not self._topic_exists(topic):
-                logger.info("rule at line %d: %s to %s failed (attempt %d of %d): the topic does not exist",
-                            rule.line, rule.action, topic, n + 1, rule.retry)
-                return False
             return True
+        return False
 
-        return attempt
+    def _attempt(self, rule: Rule, topic: str | None, n: int) -> bool:
+        """One attempt, at once: it succeeds when the target topic exists (the record is written by the caller)."""
+        if topic and self._topic_exists(topic):
+            return True
+        logger.info("rule at line %d: %s to %s failed (attempt %d of %d): the topic does not exist",
+                    rule.line, rule.action, topic, n + 1, rule.retry)
+        return False
 
     def _apply(self, outcome: Outcome, dl: dict[str, Any], key: bytes | None, value: bytes, where: str) -> None:
         headers = [("qmon.dlq.source", where.encode()), ("qmon.dlq.reason", str(dl.get("reason_name")).encode())]
@@ -201,40 +286,68 @@ class Handler:
             else:
                 self.producer.produce(outcome.topic, key=dl.get("key"), value=dl.get("value"), headers=headers)
 
-    def _handle(self, key: bytes | None, value: bytes, where: str) -> tuple[Outcome, dict[str, Any] | None]:
+    def _decode(self, value: bytes | None, where: str) -> dict[str, Any] | None:
         try:
-            dl = avro.decode("DeadLetter", value)
+            return avro.decode("DeadLetter", value)
         except Exception:  # noqa: BLE001 - a record without qmon's header: left alone, as MQ does
             logger.info("%s is not a qmon DeadLetter record; it stays on the DLQ", where)
-            return Outcome("IGNORE", None, 0), None
-        return decide(self.table, dl, self._attempt(dl)), dl
+            return None
+
+    def _fetch(self, entry: LedgerEntry) -> tuple[bytes | None, bytes] | str:
+        """The DLQ record of a ledger entry: (key, value), "gone" (deleted by retention) or "unavailable"."""
+        from confluent_kafka import TopicPartition
+
+        tp = TopicPartition(entry["topic"], int(entry["partition"]), int(entry["offset"]))
+        try:
+            low, _high = self.fetcher.get_watermark_offsets(tp, timeout=10)
+        except Exception:  # noqa: BLE001
+            return "unavailable"
+        if tp.offset < low:
+            return "gone"
+        self.fetcher.assign([tp])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            msg = self.fetcher.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            if msg.offset() != tp.offset:
+                return "gone"  # compacted or deleted between the watermark and the read
+            return msg.key(), msg.value()
+        return "unavailable"
 
     # ---------------------------------------------------------- passes
 
-    def poll_batch(self, counts: Counts, max_records: int = 500, timeout: float = 1.0) -> int:
-        """One batch from the DLQ, as one transaction; returns how many records it held."""
+    def poll_batch(self, counts: Counts, max_records: int = 500, timeout: float = POLL_TIMEOUT) -> int:
+        """One batch from the DLQ, as one transaction; returns how many records it held.
+
+        Each record's attempts that are due now are made now; a record that has to wait goes to the
+        ledger (state waiting) in this transaction, with the offsets past it, and to the schedule.
+        """
         from confluent_kafka import TopicPartition
 
         msgs = [m for m in self.consumer.consume(max_records, timeout) if not m.error()]
         if not msgs:
             return 0
-        results = []
+        now = self.clock()
+        self._listed = None
+        work: list[tuple[Any, str, dict[str, Any] | None, Advance | None]] = []
         for m in msgs:
             where = f"{m.topic()}/{m.partition()}/{m.offset()}"
-            outcome, dl = self._handle(m.key(), m.value(), where)
-            results.append((m, where, outcome, dl))
+            lkey = f"{m.partition()}/{m.offset()}"
+            if lkey in self.ledger:
+                continue  # read again (offsets reset?): the ledger and the schedule already have it
+            dl = self._decode(m.value(), where)
+            adv = advance(self.table, dl, Progress(), now, self._attempt) if dl is not None else None
+            work.append((m, lkey, dl, adv))
+        entries: dict[str, LedgerEntry] = {}
         self.producer.begin_transaction()
         try:
-            for m, where, outcome, dl in results:
-                if dl is not None:
-                    self._apply(outcome, dl, m.key(), m.value(), where)
-                if outcome.action == "IGNORE":
-                    ledger_key = f"{m.partition()}/{m.offset()}"
-                    entry = {"topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
-                             "reason": dl.get("reason_name") if dl else None, "seen": int(time.time() * 1000)}
-                    self.producer.produce(self.ledger_topic, key=ledger_key.encode(), value=json.dumps(entry).encode())
-                    self.ledger[ledger_key] = entry
-                counts.add(outcome)
+            for m, lkey, dl, adv in work:
+                if dl is not None and adv is not None and adv.outcome is not None and adv.outcome.action != "IGNORE":
+                    self._apply(adv.outcome, dl, m.key(), m.value(), f"{m.topic()}/{m.partition()}/{m.offset()}")
+                    continue
+                entries[lkey] = self._entry(m.topic(), m.partition(), m.offset(), dl, adv)
+                self._write(lkey, entries[lkey])
             if _PAUSE_BEFORE_COMMIT:  # fault injection for the crash tests: a kill lands mid-transaction
                 self.producer.flush(30)
                 time.sleep(_PAUSE_BEFORE_COMMIT)
@@ -246,83 +359,148 @@ class Handler:
         except Exception:
             self.producer.abort_transaction(60)
             raise
+        for m, lkey, _dl, adv in work:  # committed: now the in-memory state follows
+            if adv is not None:
+                counts.attempts += adv.made
+                counts.failed += adv.failed
+            if lkey in entries:
+                self.ledger[lkey] = entries[lkey]
+            if adv is not None and adv.outcome is None:
+                self.schedule.put(lkey, adv.step.due)
+                self._held[lkey] = (m.key(), m.value())
+            else:
+                counts.add(adv.outcome if adv is not None and adv.outcome is not None else Outcome("IGNORE", None, 0))
         return len(msgs)
 
-    def rescan(self, counts: Counts) -> None:
-        """Reconsider every record left on the DLQ (seed 002: the DLQ is periodically rescanned)."""
-        from confluent_kafka import TopicPartition
-
-        if not self.ledger:
-            return
-        done: list[tuple[str, Outcome, dict[str, Any], Any]] = []
-        for ledger_key, entry in sorted(self.ledger.items()):
-            tp = TopicPartition(entry["topic"], int(entry["partition"]), int(entry["offset"]))
-            self.fetcher.assign([tp])
-            msg = None
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                msg = self.fetcher.poll(1.0)
-                if msg is not None and not msg.error():
-                    break
-            if msg is None or msg.error() or msg.offset() != tp.offset:
-                continue  # deleted by retention: nothing left to do
-            where = f"{msg.topic()}/{msg.partition()}/{msg.offset()}"
-            outcome, dl = self._handle(msg.key(), msg.value(), where)
-            if outcome.action != "IGNORE" and dl is not None:
-                done.append((ledger_key, outcome, dl, msg))
-        if not done:
-            return
+    def attempt_due(self, counts: Counts, now: float | None = None, limit: int = DUE_PER_PASS) -> int:
+        """Make the attempts due at ``now`` (at most ``limit`` records), as one transaction; returns
+        how many records it took on."""
+        now = self.clock() if now is None else now
+        keys = self.schedule.pop_due(now, limit)
+        if not keys:
+            return 0
+        self._listed = None
+        work: list[tuple[str, LedgerEntry, Any, dict[str, Any] | None, Advance | None]] = []
+        later: list[str] = []
+        started = time.monotonic()
+        for i, lkey in enumerate(keys):
+            if time.monotonic() - started > PASS_BUDGET:  # fetching is slow: the rest at the next pass
+                for rest in keys[i:]:
+                    self.schedule.put(rest, now)
+                break
+            entry = self.ledger.get(lkey)
+            if entry is None:
+                continue
+            held: Any = self._held.get(lkey) or self._fetch(entry)
+            if held == "unavailable":
+                later.append(lkey)
+                continue
+            if held == "gone":
+                logger.info("%s/%s was deleted from the DLQ (retention) while it waited; its ledger entry goes",
+                            entry["topic"], lkey)
+                work.append((lkey, entry, None, None, None))
+                continue
+            where = f"{entry['topic']}/{lkey}"
+            dl = self._decode(held[1], where)
+            if dl is None:
+                continue
+            adv = advance(self.table, dl, _progress(entry), now, self._attempt)
+            work.append((lkey, entry, held, dl, adv))
+        for lkey in later:  # the broker did not answer: try again at the next interval
+            self.schedule.put(lkey, now + self.table.control.retryint)
+        if not work:
+            return 0
+        entries: dict[str, LedgerEntry | None] = {}
         self.producer.begin_transaction()
         try:
-            for ledger_key, outcome, dl, msg in done:
-                self._apply(outcome, dl, msg.key(), msg.value(), f"{msg.topic()}/{msg.partition()}/{msg.offset()}")
-                self.producer.produce(self.ledger_topic, key=ledger_key.encode(), value=None)  # tombstone
-                counts.add(outcome)
+            for lkey, entry, held, dl, adv in work:
+                if adv is None or dl is None:  # gone
+                    entries[lkey] = None
+                elif adv.outcome is not None and adv.outcome.action != "IGNORE":
+                    self._apply(adv.outcome, dl, held[0], held[1], f"{entry['topic']}/{lkey}")
+                    entries[lkey] = None
+                elif adv.made or adv.outcome is not None or entry.get("state") != "waiting":
+                    entries[lkey] = self._entry(entry["topic"], int(entry["partition"]), int(entry["offset"]), dl,
+                                                adv, seen=entry.get("seen"))
+                else:
+                    continue  # nothing changed (not due after all)
+                self._write(lkey, entries[lkey])
             self.producer.commit_transaction(60)
         except Exception:
             self.producer.abort_transaction(60)
             raise
-        for ledger_key, *_ in done:
-            self.ledger.pop(ledger_key, None)
+        for lkey, _entry, _held, _dl, adv in work:
+            if lkey in entries:
+                new = entries[lkey]
+                if new is None:
+                    self.ledger.pop(lkey, None)
+                else:
+                    self.ledger[lkey] = new
+            if adv is None:
+                self._held.pop(lkey, None)
+                continue
+            counts.attempts += adv.made
+            counts.failed += adv.failed
+            if adv.outcome is None:
+                self.schedule.put(lkey, adv.step.due)
+            else:
+                self._held.pop(lkey, None)
+                counts.add(adv.outcome)
+        return len(work)
+
+    def waiting(self) -> int:
+        return len(self.schedule)
+
+    def ignored(self) -> int:
+        return len(self.ledger) - len(self.schedule)
+
+    def _poll_timeout(self, now: float) -> float:
+        due = self.schedule.next_due()
+        if due is None:
+            return POLL_TIMEOUT
+        return max(0.0, min(POLL_TIMEOUT, due - now))
 
     def run(self, stop: Any = None) -> Counts:
-        """Process until WAIT says stop (or ``stop()`` is true); prints a summary line per scan."""
+        """Process until WAIT says stop (or ``stop()`` is true); prints a summary line every RETRYINT.
+
+        WAIT(NO) stops when the DLQ has been read to its end and no record waits for an attempt;
+        WAIT(n) after n seconds in which no record arrived and no attempt was made (records still
+        waiting stay in the ledger and are taken up at the next start).
+        """
         wait = self.table.control.wait
-        idle_since = time.monotonic()
-        last_rescan = time.monotonic()
+        retryint = self.table.control.retryint
         counts = Counts()
         busy = False
+        idle_since = last_scan = self.clock()
         self.printer(f"dlq-handler: reading {self.input} with {len(self.table.rules)} rule(s); "
-                     f"{len(self.ledger)} record(s) already left on the DLQ; RETRYINT {self.table.control.retryint} s")
+                     f"{self.ignored()} record(s) already left on the DLQ, {self.waiting()} to attempt; "
+                     f"RETRYINT {retryint} s")
         try:
             while not (stop and stop()):
-                n = self.poll_batch(counts)
-                now = time.monotonic()
-                if n:
+                n = self.poll_batch(counts, timeout=self._poll_timeout(self.clock()))
+                m = self.attempt_due(counts)
+                now = self.clock()
+                if n or m:
                     busy = True
                     idle_since = now
-                    continue
-                if busy or now - last_rescan >= self.table.control.retryint:
+                    if n:
+                        continue
+                if busy or now - last_scan >= retryint:
                     self.scans += 1
-                    self.rescan(counts)
-                    last_rescan = now
-                    self.printer(counts.line(self.scans, "scan", len(self.ledger)))
-                    self._total(counts)
+                    last_scan = now
+                    self.printer(counts.line(self.scans, "scan", self.ignored(), self.waiting()))
+                    self.totals.merge(counts)
                     counts = Counts()
                     busy = False
-                if wait is False and self._caught_up():
+                if wait is False and not self.schedule and self._caught_up():
                     break
                 if wait is not True and wait is not False and now - idle_since >= int(wait):
                     break
         finally:
-            self._total(counts)
-            self.printer(self.totals.line(self.scans, "stopped after scan", len(self.ledger)))
+            self.totals.merge(counts)
+            self.printer(self.totals.line(self.scans, "stopped after scan", self.ignored(), self.waiting()))
             self.close()
         return self.totals
-
-    def _total(self, c: Counts) -> None:
-        for f in ("processed", "forwarded", "retried", "discarded", "ignored"):
-            setattr(self.totals, f, getattr(self.totals, f) + getattr(c, f))
 
     def _caught_up(self) -> bool:
         from confluent_kafka import TopicPartition

@@ -1,6 +1,6 @@
 """The DLQ handler's rules table, in IBM MQ syntax (runmqdlq / CSQUDLQH; SPEC §7, seed 002).  Pure.
 
-A table is a control-data entry (optional, first) and rules::
+A table is a control-data entry (optional, first) and at least one rule::
 
     * comment lines start with an asterisk
     INPUTQ(qmon.dlq) RETRYINT(60) WAIT(YES)
@@ -12,14 +12,25 @@ A table is a control-data entry (optional, first) and rules::
 Keywords are case-insensitive and in any order, separated by blanks or commas; a value
 may be quoted ('...'); ``KEYWORD (value)`` with a blank is accepted.  A line ending in
 ``+`` continues at the first non-blank of the next line, ``-`` at its first column.
+Comment lines and blank lines may stand anywhere, also between the lines of a continued
+entry: they are skipped, never joined (MQ's rules table conventions: "comment lines ...
+can occur anywhere in the rules table"; "blank lines are ignored").
+
+As in MQ, an unquoted value is folded to upper case, except the values of ``INPUTQ``,
+``DESTQ`` and ``FWDQ``, which name Kafka topics (case-sensitive names).  A quoted value
+keeps its case.  Every value needs at least one significant character (``FORMAT()`` and
+``FORMAT('')`` are errors; ``FORMAT(' ')`` is a blank).  A numeric keyword (``REASON``,
+``FEEDBACK``, ``MSGTYPE``, ``PERSIST``, ``APPLTYPE``) takes a number, a symbol, or ``*``
+alone; a wildcard inside a number (``REASON(655*)``) is an error.
 
 Pattern keywords and what they match in a qmon DeadLetter:
 
 =========  ==========================================================
 REASON     ``reason`` (a number, an MQRC_/MQFB_ symbol or a QMON_ name)
 DESTQ      ``dest_topic``: the topic the record was read from
-FORMAT     ``format``: QueueActivity, ControlCommand, JournalStatus
-APPLNAME   ``put_appl_name``: always ``qmon``
+FORMAT     ``format``: QueueActivity, ControlCommand, JournalStatus (mixed
+           case: quote the value, ``FORMAT('QueueActivity')``)
+APPLNAME   ``put_appl_name``: always ``qmon`` (quote it: ``APPLNAME('qmon')``)
 DESTQM, APPLIDAT, APPLTYPE, FEEDBACK, MSGTYPE, PERSIST, REPLYQ, REPLYQM, USERID:
            accepted for compatibility; qmon's dead letters have no such field, so
            they match a blank value: ``*`` matches, anything more specific does not.
@@ -27,15 +38,23 @@ DESTQM, APPLIDAT, APPLTYPE, FEEDBACK, MSGTYPE, PERSIST, REPLYQ, REPLYQM, USERID:
 
 ``*`` matches any run of characters and ``?`` one character.  The table is validated
 entirely before the handler starts; every error is reported with its line number.
+
+The second half of the module is the handler's schedule (pure: time is an argument):
+which rule and attempt come next for a dead letter, when that attempt is due, and when
+a record is ignored for good.  ``connectors/dlqhandler.py`` only moves records.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import heapq
+import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from qmon import topics
 from qmon.reasons import CODE as QMON_CODES
 
 CONTROL_KEYWORDS = ("INPUTQ", "INPUTQM", "RETRYINT", "WAIT")
@@ -43,8 +62,13 @@ PATTERN_KEYWORDS = ("APPLIDAT", "APPLNAME", "APPLTYPE", "DESTQ", "DESTQM", "FEED
                     "PERSIST", "REASON", "REPLYQ", "REPLYQM", "USERID")
 ACTION_KEYWORDS = ("ACTION", "FWDQ", "FWDQM", "HEADER", "PUTAUT", "RETRY")
 ACTIONS = ("DISCARD", "IGNORE", "RETRY", "FWD")
+#: Keywords whose unquoted values keep their case: they name Kafka topics, and topic names are
+#: case-sensitive.  Every other unquoted value is folded to upper case, as MQ does.
+CASE_KEPT = ("INPUTQ", "DESTQ", "FWDQ")
 #: Pattern keywords that match a field of qmon's DeadLetter (the rest match a blank).
 MEANINGFUL = {"REASON": "reason", "DESTQ": "dest_topic", "FORMAT": "format", "APPLNAME": "put_appl_name"}
+#: The only values qmon ever writes in these fields (a folded pattern that can match none of them is an error).
+KNOWN_VALUES = {"FORMAT": tuple(topics.RECORD_OF[t] for t in topics.INPUTS), "APPLNAME": ("qmon",)}
 MAX_RETRY = 999_999_999
 
 #: MQ reason codes a rule may name by symbol (those a qmon user is likely to meet).
@@ -94,8 +118,10 @@ class Rule:
     putaut: str = "DEF"
     retry: int = 1
     text: str = ""
+    #: What the handler counts attempts against (see ``identity``); set by the parser, unique in a table.
+    key: str = ""
 
-    def matches(self, dead_letter: dict[str, Any]) -> bool:
+    def matches(self, dead_letter: Mapping[str, Any]) -> bool:
         for kw, pattern in self.patterns.items():
             value = dead_letter.get(MEANINGFUL[kw]) if kw in MEANINGFUL else None
             if isinstance(pattern, int):
@@ -106,11 +132,24 @@ class Rule:
                     return False
         return True
 
-    def forward_topic(self, dead_letter: dict[str, Any]) -> str | None:
+    def forward_topic(self, dead_letter: Mapping[str, Any]) -> str | None:
         """FWDQ with &DESTQ replaced by the record's original topic."""
         if self.fwdq is None:
             return None
         return self.fwdq.replace("&DESTQ", str(dead_letter.get("dest_topic", "")))
+
+    @property
+    def identity(self) -> str:
+        """The rule without its RETRY count, FWDQM and PUTAUT (which qmon does not use) and its line.
+
+        Attempt counts are kept against this, so a table edited between two runs of the handler
+        (a comment added, RETRY raised) keeps the counts of the rules it still has: a count is
+        never reset, and a raised RETRY gives only the extra attempts.
+        """
+        parts = [f"{k}({self.patterns[k]})" for k in sorted(self.patterns)] + [f"ACTION({self.action})"]
+        if self.action == "FWD":
+            parts += [f"FWDQ({self.fwdq})", f"HEADER({'YES' if self.header else 'NO'})"]
+        return " ".join(parts)
 
     def describe(self) -> str:
         parts = [f"{k}({v})" for k, v in self.patterns.items()] + [f"ACTION({self.action})"]
@@ -128,7 +167,7 @@ class RulesTable:
     control: Control = field(default_factory=Control)
     rules: tuple[Rule, ...] = ()
 
-    def matching(self, dead_letter: dict[str, Any]) -> list[Rule]:
+    def matching(self, dead_letter: Mapping[str, Any]) -> list[Rule]:
         return [r for r in self.rules if r.matches(dead_letter)]
 
 
@@ -136,16 +175,20 @@ class RulesTable:
 
 
 def _entries(text: str) -> list[tuple[int, str]]:
-    """(first line number, joined text) of each entry: comments dropped, continuations joined."""
+    """(first line number, joined text) of each entry: comments dropped, continuations joined.
+
+    A comment line or a blank line inside a continued entry is skipped: the entry goes on
+    at the next line that is neither.
+    """
     entries: list[tuple[int, str]] = []
     current: str | None = None
     start = 0
     mode = ""
     for no, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("*"):
+            continue
         if current is None:
-            if not line.strip() or line.lstrip().startswith("*"):
-                continue
             start, current = no, ""
             piece = line
         else:
@@ -165,9 +208,16 @@ def _entries(text: str) -> list[tuple[int, str]]:
 _TOKEN = re.compile(r"""\s*,?\s*([A-Za-z]+)\s*(?:\(\s*('(?:[^']|'')*'|[^)]*?)\s*\))?""")
 
 
-def _tokens(entry: str) -> tuple[list[tuple[str, str | None]], str | None]:
-    """[(KEYWORD, value)], or an error text for what could not be read."""
-    out: list[tuple[str, str | None]] = []
+@dataclass(frozen=True)
+class _Token:
+    keyword: str
+    value: str | None  # None: no parenthesis at all
+    quoted: bool = False
+
+
+def _tokens(entry: str) -> tuple[list[_Token], str | None]:
+    """The entry's keywords and values, or an error text for what could not be read."""
+    out: list[_Token] = []
     pos = 0
     entry = entry.rstrip()
     while pos < len(entry):
@@ -178,9 +228,11 @@ def _tokens(entry: str) -> tuple[list[tuple[str, str | None]], str | None]:
         if not m or m.end() == pos:
             return out, f"cannot read {rest.strip()[:30]!r}: expected KEYWORD(value)"
         kw, value = m.group(1).upper(), m.group(2)
-        if value is not None and value.startswith("'") and value.endswith("'") and len(value) >= 2:
+        quoted = value is not None and len(value) >= 2 and value.startswith("'") and value.endswith("'")
+        if quoted:
+            assert value is not None
             value = value[1:-1].replace("''", "'")
-        out.append((kw, value))
+        out.append(_Token(kw, value, quoted))
         pos = m.end()
         nxt = entry[pos:pos + 1]
         if nxt and nxt not in " ,":
@@ -207,18 +259,21 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
     errors: list[str] = []
     control: Control | None = None
     rules: list[Rule] = []
+    rule_entries = 0
     for index, (line, entry) in enumerate(_entries(text)):
         toks, lex_error = _tokens(entry)
         if lex_error:
             errors.append(f"line {line}: {lex_error}")
+            rule_entries += 1  # unreadable: do not also report "no rules" for it
             continue
         seen: dict[str, str | None] = {}
+        raw: dict[str, str] = {}  # the values as written (for messages)
         bad = False
-        for kw, value in toks:
+        for tok in toks:
+            kw, value = tok.keyword, tok.value
             if kw in seen:
                 errors.append(f"line {line}: {kw} appears twice in one entry")
                 bad = True
-            seen[kw] = value
             known = kw in CONTROL_KEYWORDS or kw in PATTERN_KEYWORDS or kw in ACTION_KEYWORDS
             if not known:
                 errors.append(f"line {line}: {kw}: unknown keyword")
@@ -226,9 +281,23 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
             elif value is None:
                 errors.append(f"line {line}: {kw} needs a value in parentheses, e.g. {kw}(...)")
                 bad = True
+            elif value == "" or (not tok.quoted and not value.strip()):
+                shown = f"{kw}('')" if tok.quoted else f"{kw}()"
+                hint = (f"write {kw}(*) to match anything or {kw}(' ') for a blank" if kw in PATTERN_KEYWORDS
+                        else "give it a value or leave the keyword out")
+                msg = f"line {line}: {shown}: a value needs at least one significant character; {hint}"
+                errors.append(msg)
+                bad = True
+            if value is not None:
+                raw[kw] = f"'{value}'" if tok.quoted else value
+                if not tok.quoted and kw not in CASE_KEPT:
+                    value = value.upper()
+            seen[kw] = value
+        ctl = [k for k in seen if k in CONTROL_KEYWORDS]
+        if len(ctl) < len(seen):  # meant as a rule (or mixed, which is reported as such)
+            rule_entries += 1
         if bad:
             continue
-        ctl = [k for k in seen if k in CONTROL_KEYWORDS]
         if ctl:
             other = [k for k in seen if k not in CONTROL_KEYWORDS]
             if other:
@@ -243,12 +312,28 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
                     errors.append(f"line {line}: {exc}")
             continue
         try:
-            rules.append(_rule(line, seen, entry.strip()))
+            rules.append(_rule(line, seen, raw, entry.strip()))
         except ValueError as exc:
             errors.append(f"line {line}: {exc}")
+    if rule_entries == 0:
+        last = max(1, len(text.splitlines()))
+        what = "only control data" if control is not None or errors else "only comments and blank lines"
+        errors.append(f"line {last}: end of the table, and no rule ({what}): a rules table needs at least one "
+                      f"rule, e.g. the catch-all seed 002 recommends, ACTION(FWD) FWDQ(topic) HEADER(YES)")
     if errors:
         raise RulesError(source, errors)
-    return RulesTable(control or Control(), tuple(rules))
+    return RulesTable(control or Control(), _keyed(rules))
+
+
+def _keyed(rules: list[Rule]) -> tuple[Rule, ...]:
+    """Each rule with its attempt-count key: its identity, and ' #n' for the n-th copy of an identical rule."""
+    out: list[Rule] = []
+    copies: dict[str, int] = {}
+    for r in rules:
+        n = copies[r.identity] = copies.get(r.identity, 0) + 1
+        out.append(Rule(r.line, r.patterns, r.action, r.fwdq, r.fwdqm, r.header, r.putaut, r.retry, r.text,
+                        r.identity if n == 1 else f"{r.identity} #{n}"))
+    return tuple(out)
 
 
 def _control(kws: dict[str, str | None]) -> Control:
@@ -273,22 +358,44 @@ def _control(kws: dict[str, str | None]) -> Control:
                    retryint, wait)
 
 
-def _rule(line: int, kws: dict[str, str | None], text: str) -> Rule:
+def _case_trap(kw: str, written: str, pattern: str) -> str | None:
+    """An error text when a folded FORMAT/APPLNAME pattern can match none of qmon's values only because of case."""
+    known = KNOWN_VALUES.get(kw)
+    if not known or written.startswith("'") or any(fnmatch.fnmatchcase(v, pattern) for v in known):
+        return None
+    near = [v for v in known if fnmatch.fnmatchcase(v.upper(), pattern)]
+    if not near:
+        return None
+    example = written if any(fnmatch.fnmatchcase(v, written) for v in known) else near[0]
+    return (f"{kw}({written}): an unquoted value is folded to upper case, and {pattern} matches none of the values "
+            f"qmon writes there ({', '.join(known)}); quote it to keep its case: {kw}('{example}')")
+
+
+def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str) -> Rule:
     if "ACTION" not in kws:
         raise ValueError("a rule needs ACTION(DISCARD|IGNORE|RETRY|FWD)")
     action = (kws["ACTION"] or "").strip().upper()
     if action not in ACTIONS:
-        raise ValueError(f"ACTION({kws['ACTION']}): expected DISCARD, IGNORE, RETRY or FWD")
+        raise ValueError(f"ACTION({raw['ACTION']}): expected DISCARD, IGNORE, RETRY or FWD")
     patterns: dict[str, Any] = {}
     for kw in PATTERN_KEYWORDS:
         if kw not in kws:
             continue
         value = kws[kw] or ""
-        if kw in _NUMERIC and not any(c in value for c in "*?"):
-            patterns[kw] = _number(kw, value)
+        if kw in _NUMERIC:
+            if value.strip() == "*":
+                patterns[kw] = "*"
+            elif any(c in value for c in "*?"):
+                raise ValueError(f"{kw}({raw[kw]}): a numeric value cannot hold a wildcard; write {kw}(*) to match "
+                                 f"any value, or a number or symbol")
+            else:
+                patterns[kw] = _number(kw, value)
         else:
             if len(value) > 48:
                 raise ValueError(f"{kw}: the pattern is {len(value)} characters long; at most 48")
+            trap = _case_trap(kw, raw[kw], value)
+            if trap:
+                raise ValueError(trap)
             patterns[kw] = value
     if action == "FWD" and not kws.get("FWDQ"):
         raise ValueError("ACTION(FWD) needs FWDQ(topic) (the topic to forward to; &DESTQ is the original topic)")
@@ -299,25 +406,89 @@ def _rule(line: int, kws: dict[str, str | None], text: str) -> Rule:
     if "HEADER" in kws:
         h = (kws["HEADER"] or "").strip().upper()
         if h not in ("YES", "NO"):
-            raise ValueError(f"HEADER({kws['HEADER']}): expected YES or NO")
+            raise ValueError(f"HEADER({raw['HEADER']}): expected YES or NO")
         header = h == "YES"
     putaut = (kws.get("PUTAUT") or "DEF").strip().upper()
     if putaut not in ("DEF", "CTX"):
-        raise ValueError(f"PUTAUT({kws['PUTAUT']}): expected DEF or CTX")
+        raise ValueError(f"PUTAUT({raw['PUTAUT']}): expected DEF or CTX")
     retry = 1
     if "RETRY" in kws:
         v = (kws["RETRY"] or "").strip()
         if not v.isdigit() or not (1 <= int(v) <= MAX_RETRY):
-            raise ValueError(f"RETRY({v}): the number of attempts is a whole number from 1 to {MAX_RETRY}")
+            raise ValueError(f"RETRY({raw['RETRY']}): the number of attempts is a whole number from 1 to {MAX_RETRY}")
         retry = int(v)
     fwdq = kws.get("FWDQ")
-    if fwdq is not None and not re.fullmatch(r"(&DESTQ|[A-Za-z0-9._-])+", fwdq.strip()):
-        raise ValueError(f"FWDQ({fwdq}): not a valid topic name (letters, digits, '.', '_', '-', or &DESTQ)")
-    return Rule(line, patterns, action, fwdq.strip() if fwdq else None, kws.get("FWDQM"), header, putaut, retry,
+    if fwdq is not None:
+        fwdq = re.sub("&DESTQ", "&DESTQ", fwdq.strip(), flags=re.IGNORECASE)
+        if re.search("&REPLYQ", fwdq, flags=re.IGNORECASE):
+            raise ValueError(f"FWDQ({raw['FWDQ']}): &REPLYQ cannot be resolved: dead letters have no reply-to field "
+                             f"(qmon's DeadLetter record carries no ReplyToQ); name a topic, or use &DESTQ")
+        if not re.fullmatch(r"(&DESTQ|[A-Za-z0-9._-])+", fwdq):
+            raise ValueError(f"FWDQ({raw['FWDQ']}): not a valid topic name (letters, digits, '.', '_', '-', "
+                             f"or &DESTQ)")
+    return Rule(line, patterns, action, fwdq or None, kws.get("FWDQM"), header, putaut, retry,
                 " ".join(text.split()))
 
 
-# ---------------------------------------------------------------- the handler's decision
+# ---------------------------------------------------------------- the handler's schedule (pure: time is an argument)
+#
+# Seed 002: the first matching rule is attempted up to its RETRY count; when its attempts are used
+# up, the next matching rule; when every matching rule has failed, or none matches, IGNORE.  MQ
+# makes the repeated attempts at the RETRYINT rescans of the DLQ; qmon gives each dead letter a due
+# time instead, so a record waiting for its next attempt never holds up the others:
+#
+# * a FWD rule's first attempt is due at once; a RETRY rule's first attempt is due RETRYINT after the
+#   record's put time (the original put failed then; retrying it at once would most likely fail again);
+# * every later attempt of a rule is due RETRYINT after the record's last failed attempt;
+# * when a rule's attempts are used up the next matching rule is tried at once (its own first-attempt
+#   rule above applies);
+# * a record is ignored for good when no matching rule has an attempt left (or it matches none, or an
+#   ACTION(IGNORE) rule comes first).  Attempt counts are kept with the record and never reset: rules
+#   are read only when the handler starts (seed 002, note 3), so only a restart with a changed table --
+#   a new rule that matches it, or a larger RETRY on a rule it used up -- can give it another attempt.
+
+
+def put_seconds(dead_letter: Mapping[str, Any]) -> float:
+    """The record's put time in epoch seconds (a datetime as fastavro decodes it, or epoch milliseconds)."""
+    put = dead_letter.get("put_time")
+    if put is None:
+        return 0.0
+    if hasattr(put, "timestamp"):
+        return float(put.timestamp())
+    return int(put) / 1000
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the handler has done for one dead letter: attempts made per rule (by ``Rule.key``) and
+    the time (epoch seconds) of its latest failed attempt.  Kept in the handler's ledger."""
+
+    attempts: Mapping[str, int] = field(default_factory=dict)
+    last_failure: float | None = None
+
+    @property
+    def made(self) -> int:
+        return sum(self.attempts.values())
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next thing to do for a dead letter.
+
+    ``action`` FWD or RETRY: attempt number ``n`` (0-based) of ``rule``, to ``topic``, not before
+    ``due`` (epoch seconds).  ``action`` DISCARD or IGNORE: final, due at once; ``rule`` None means
+    no rule is left (IGNORE assumed).
+    """
+
+    action: str
+    rule: Rule | None
+    n: int = 0
+    topic: str | None = None
+    due: float = 0.0
+
+    @property
+    def final(self) -> bool:
+        return self.action in ("DISCARD", "IGNORE")
 
 
 @dataclass(frozen=True)
@@ -328,21 +499,138 @@ class Outcome:
     topic: str | None = None  # where the record goes (RETRY: its original topic; FWD: FWDQ)
 
 
-def decide(table: RulesTable, dead_letter: dict[str, Any], attempt: Any) -> Outcome:
-    """Seed 002: the first matching rule is attempted up to RETRY times; when its attempts are used
-    up, the next matching rule; when every matching rule has failed, or none matches, IGNORE.
+@dataclass(frozen=True)
+class Advance:
+    """The result of ``advance``: a final ``outcome``, or None and the ``step`` the record waits for."""
 
-    ``attempt(rule, topic, n)`` performs one attempt of a RETRY or FWD (n = 0, 1, ...) and says
-    whether it succeeded; it is responsible for waiting RETRYINT between attempts.  DISCARD and
-    IGNORE always succeed.
-    """
-    attempts = 0
+    outcome: Outcome | None
+    progress: Progress
+    step: Step
+    made: int = 0  # attempts made by this call
+    failed: int = 0  # of which failed
+
+    @property
+    def due(self) -> float | None:
+        return None if self.outcome is not None else self.step.due
+
+
+def next_step(table: RulesTable, dead_letter: Mapping[str, Any], progress: Progress) -> Step:
+    """Which rule and attempt come next for ``dead_letter``, and when (see the rules above)."""
+    retryint = table.control.retryint
     for rule in table.matching(dead_letter):
         if rule.action in ("DISCARD", "IGNORE"):
-            return Outcome(rule.action, rule, attempts + 1)
-        topic = dead_letter.get("dest_topic") if rule.action == "RETRY" else rule.forward_topic(dead_letter)
-        for n in range(rule.retry):
-            attempts += 1
-            if attempt(rule, topic, n):
-                return Outcome(rule.action, rule, attempts, topic)
-    return Outcome("IGNORE", None, attempts)
+            return Step(rule.action, rule)
+        made = progress.attempts.get(rule.key, 0)
+        if made >= rule.retry:
+            continue
+        if rule.action == "RETRY":
+            topic = dead_letter.get("dest_topic")
+        else:
+            topic = rule.forward_topic(dead_letter)
+        if made > 0:
+            due = (progress.last_failure or 0.0) + retryint
+        elif rule.action == "RETRY":
+            due = put_seconds(dead_letter) + retryint
+        else:
+            due = 0.0
+        return Step(rule.action, rule, made, topic, due)
+    return Step("IGNORE", None)
+
+
+def failed(progress: Progress, step: Step, now: float) -> Progress:
+    """``progress`` after ``step``'s attempt failed at ``now``."""
+    assert step.rule is not None
+    attempts = dict(progress.attempts)
+    attempts[step.rule.key] = step.n + 1
+    return Progress(attempts, now)
+
+
+def advance(table: RulesTable, dead_letter: Mapping[str, Any], progress: Progress, now: float,
+            attempt: Callable[[Rule, str | None, int], bool]) -> Advance:
+    """Make every attempt for ``dead_letter`` that is due at ``now``, in the rules' order.
+
+    ``attempt(rule, topic, n)`` makes attempt ``n`` (0-based) of a FWD or RETRY rule, at once,
+    and says whether it succeeded.  Returns the final outcome (an attempt succeeded, DISCARD, or
+    IGNORE), or ``outcome=None`` with the step the record now waits for (``step.due > now``).
+    """
+    made = fails = 0
+    while True:
+        step = next_step(table, dead_letter, progress)
+        if step.final:
+            outcome = Outcome(step.action, step.rule, progress.made + (1 if step.rule else 0))
+            return Advance(outcome, progress, step, made, fails)
+        if step.due > now:
+            return Advance(None, progress, step, made, fails)
+        made += 1
+        assert step.rule is not None
+        if attempt(step.rule, step.topic, step.n):
+            attempts = {**progress.attempts, step.rule.key: step.n + 1}
+            done = Progress(attempts, progress.last_failure)
+            return Advance(Outcome(step.action, step.rule, done.made, step.topic), done, step, made, fails)
+        fails += 1
+        progress = failed(progress, step, now)
+
+
+def decide(table: RulesTable, dead_letter: Mapping[str, Any],
+           attempt: Callable[[Rule, str | None, int], bool]) -> Outcome:
+    """The whole decision with every attempt made at once, whatever RETRYINT says (the handler itself
+    uses ``advance`` and waits for each attempt's due time without blocking other records)."""
+    result = advance(table, dead_letter, Progress(), math.inf, attempt)
+    assert result.outcome is not None
+    return result.outcome
+
+
+class Schedule:
+    """Records waiting for an attempt, by key, ordered by due time.
+
+    A heap of (due, sequence, key); putting a key again supersedes its earlier entry, which is
+    dropped when it reaches the top.  ``pop_due(now)`` yields the keys due at ``now``, earliest first.
+    """
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, str]] = []
+        self._live: dict[str, tuple[float, int]] = {}  # key -> (due, sequence) of its current entry
+        self._seq = 0
+
+    def put(self, key: str, due: float) -> None:
+        self._seq += 1
+        self._live[key] = (due, self._seq)
+        heapq.heappush(self._heap, (due, self._seq, key))
+
+    def remove(self, key: str) -> None:
+        self._live.pop(key, None)
+
+    def due_of(self, key: str) -> float | None:
+        live = self._live.get(key)
+        return None if live is None else live[0]
+
+    def _top(self) -> tuple[float, int, str] | None:
+        while self._heap:
+            due, seq, key = self._heap[0]
+            if self._live.get(key) == (due, seq):
+                return self._heap[0]
+            heapq.heappop(self._heap)  # superseded or removed
+        return None
+
+    def next_due(self) -> float | None:
+        """The earliest due time, or None when nothing waits."""
+        top = self._top()
+        return None if top is None else top[0]
+
+    def pop_due(self, now: float, limit: int | None = None) -> list[str]:
+        """Remove and return the keys due at ``now`` (at most ``limit``), earliest first."""
+        out: list[str] = []
+        while limit is None or len(out) < limit:
+            top = self._top()
+            if top is None or top[0] > now:
+                break
+            heapq.heappop(self._heap)
+            del self._live[top[2]]
+            out.append(top[2])
+        return out
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._live

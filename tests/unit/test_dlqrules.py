@@ -65,7 +65,7 @@ def test_continuations_plus_and_minus():
 def test_control_data_keywords():
     t = parse_rules("INPUTQ(my.dlq) INPUTQM(QM1) RETRYINT(5) WAIT(30)\nACTION(IGNORE)")
     assert (t.control.inputq, t.control.inputqm, t.control.retryint, t.control.wait) == ("my.dlq", "QM1", 5, 30)
-    assert parse_rules("WAIT(NO)").control.wait is False
+    assert parse_rules("WAIT(NO)\nACTION(IGNORE)").control.wait is False
 
 
 @pytest.mark.parametrize("text,line,fragment", [
@@ -101,8 +101,8 @@ def test_every_error_is_reported_not_only_the_first():
 
 
 def test_matching_wildcards_numbers_and_symbols():
-    t = parse_rules("DESTQ(*.activity) FORMAT(Queue?ctivity) REASON(QMON_UNDECODABLE) ACTION(DISCARD)\n"
-                    "APPLNAME(qmon) REASON(65539) ACTION(IGNORE)\n"
+    t = parse_rules("DESTQ(*.activity) FORMAT('Queue?ctivity') REASON(QMON_UNDECODABLE) ACTION(DISCARD)\n"
+                    "APPLNAME('qmon') REASON(65539) ACTION(IGNORE)\n"
                     "USERID(' ') ACTION(IGNORE)\nUSERID(bob) ACTION(IGNORE)\n")
     a, b, blank, bob = t.rules
     assert a.matches(dl()) and not a.matches(dl(dest_topic="qmon.control"))
@@ -140,3 +140,110 @@ def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
     assert decide(t, dl(), lambda *a: True).action == "IGNORE"
     out = decide(t, dl(reason=65539), lambda *a: True)
     assert (out.action, out.topic) == ("RETRY", "qmon.activity")
+
+
+# ---------------------------------------------------------------- issue 15: MQ's value conventions
+
+
+def test_unquoted_values_are_folded_to_upper_case_except_topic_names():
+    t = parse_rules("inputq(My.Dlq) inputqm(qm1) waIT(no)\n"
+                    "destq(Orders.Activity) userid(bob) replyqm(abc) +\n"
+                    "  action(fwd) fwdq(Manual.Dead) fwdqm(qm2) header(no)\n"
+                    "destq(Orders.*) action(discard)\n")
+    assert (t.control.inputq, t.control.inputqm, t.control.wait) == ("My.Dlq", "QM1", False)
+    r = t.rules[0]
+    assert r.patterns == {"DESTQ": "Orders.Activity", "REPLYQM": "ABC", "USERID": "BOB"}
+    assert (r.action, r.fwdq, r.fwdqm, r.header) == ("FWD", "Manual.Dead", "QM2", False)
+    by_topic = t.rules[1]
+    assert by_topic.matches(dl(dest_topic="Orders.Activity")) and not by_topic.matches(dl(dest_topic="orders.activity"))
+
+
+def test_quoted_values_keep_their_case():
+    t = parse_rules("FORMAT('QueueActivity') APPLNAME('qmon') ACTION(DISCARD)\nUSERID('bob') ACTION(DISCARD)")
+    assert t.rules[0].patterns == {"APPLNAME": "qmon", "FORMAT": "QueueActivity"}
+    assert t.rules[1].patterns == {"USERID": "bob"}
+    assert t.rules[0].matches(dl()) and not t.rules[0].matches(dl(format="ControlCommand"))
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("FORMAT(QueueActivity) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
+    ("FORMAT(queue*) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
+    ("APPLNAME(qmon) ACTION(DISCARD)", "APPLNAME('qmon')"),
+])
+def test_a_folded_format_or_applname_that_could_only_match_with_its_case_is_an_error_saying_quote_it(text, fragment):
+    with pytest.raises(RulesError) as err:
+        parse_rules(text)
+    assert err.value.errors[0].startswith("line 1:") and "folded to upper case" in err.value.errors[0]
+    assert fragment in err.value.errors[0], err.value.errors
+
+
+@pytest.mark.parametrize("value", ["()", "( )", "('')"])
+def test_an_empty_value_is_an_error(value):
+    with pytest.raises(RulesError) as err:
+        parse_rules(f"* rules\nACTION(DISCARD) FORMAT{value}")
+    assert len(err.value.errors) == 1 and err.value.errors[0].startswith("line 2: FORMAT(")
+    assert "at least one significant character" in err.value.errors[0]
+
+
+def test_a_quoted_blank_is_a_value():
+    t = parse_rules("FORMAT(' ') ACTION(DISCARD)")
+    assert t.rules[0].patterns == {"FORMAT": " "}
+
+
+@pytest.mark.parametrize("value", ["655*", "6553?", "'655*'", "MQRC_Q_*"])
+def test_a_wildcard_inside_a_numeric_value_is_an_error(value):
+    with pytest.raises(RulesError) as err:
+        parse_rules(f"ACTION(IGNORE)\nREASON({value}) ACTION(DISCARD)")
+    assert len(err.value.errors) == 1 and err.value.errors[0].startswith("line 2: REASON(")
+    assert "numeric value cannot hold a wildcard" in err.value.errors[0]
+
+
+def test_a_numeric_keyword_may_be_a_lone_asterisk():
+    t = parse_rules("REASON(*) MSGTYPE('*') ACTION(DISCARD)")
+    assert t.rules[0].matches(dl()) and t.rules[0].matches(dl(reason=2053))
+
+
+def test_fwdq_replyq_cannot_be_resolved_dead_letters_have_no_reply_to_field():
+    with pytest.raises(RulesError) as err:
+        parse_rules("* forward to the reply queue\nACTION(FWD) FWDQ(&REPLYQ)")
+    assert len(err.value.errors) == 1 and err.value.errors[0].startswith("line 2: FWDQ(&REPLYQ)")
+    assert "no reply-to field" in err.value.errors[0]
+
+
+def test_destq_in_fwdq_is_recognised_in_any_case():
+    rule = parse_rules("ACTION(FWD) FWDQ(&destq.Manual)").rules[0]
+    assert rule.fwdq == "&DESTQ.Manual" and rule.forward_topic(dl()) == "qmon.activity.Manual"
+
+
+@pytest.mark.parametrize("text,line,fragment", [
+    ("", 1, "only comments and blank lines"),
+    ("* nothing but comments\n\n* here\n", 3, "only comments and blank lines"),
+    ("* control data only\nINPUTQ(x) RETRYINT(5)\n", 2, "only control data"),
+])
+def test_a_table_without_rules_is_rejected_at_its_last_line(text, line, fragment):
+    with pytest.raises(RulesError) as err:
+        parse_rules(text)
+    assert len(err.value.errors) == 1, err.value.errors
+    e = err.value.errors[0]
+    assert e.startswith(f"line {line}:") and "needs at least one rule" in e and fragment in e
+
+
+def test_an_invalid_rule_is_reported_once_not_also_as_no_rules():
+    with pytest.raises(RulesError) as err:
+        parse_rules("ACTION(EXPLODE)")
+    assert len(err.value.errors) == 1 and "EXPLODE" in err.value.errors[0]
+
+
+def test_a_comment_or_blank_line_inside_a_continuation_is_skipped_not_joined():
+    t = parse_rules("REASON(65537) +\n* why: undecodable records are useless\n\n     ACTION(DISCARD)\n"
+                    "DESTQ(qmon.act-\n*  (a comment in a - continuation)\nivity) ACTION(IGNORE)\n"
+                    "ACTION(FWD) +\n   * indented comment\n   FWDQ(x)\n")
+    assert [(r.line, r.action) for r in t.rules] == [(1, "DISCARD"), (5, "IGNORE"), (8, "FWD")]
+    assert t.rules[0].patterns == {"REASON": 65537}
+    assert t.rules[1].patterns == {"DESTQ": "qmon.activity"}
+    assert t.rules[2].fwdq == "x"
+
+
+def test_continuation_inside_a_quoted_value():
+    t = parse_rules("APPLNAME('q+\n   mon') ACTION(DISCARD)\nUSERID('AB-\n C') ACTION(DISCARD)")
+    assert t.rules[0].patterns == {"APPLNAME": "qmon"} and t.rules[1].patterns == {"USERID": "AB C"}

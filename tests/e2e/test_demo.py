@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,6 +44,9 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
     assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, summary
     assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, summary
     assert counts.get("DEAD_LETTER", 0) >= 1, summary
+    for line in summary.splitlines()[1:]:  # alert kinds: one FIRING per episode, never a repeat
+        if m := re.search(r"\((\d+) FIRING, (\d+) episodes\)", line):
+            assert int(m.group(1)) <= int(m.group(2)), line
     assert "mqsc> ALTER QMGR PERFMEV(ENABLED)" in out
     # nothing left running: the broker JVM, Spark's JVM and Python workers were all in the demo's session
     assert not processes_left(proc.pid), processes_left(proc.pid)

@@ -45,3 +45,29 @@ def test_the_demo_workload_makes_the_events_the_demo_promises():
     kinds = collections.Counter(e.record.get("type") or e.topic for e in out)
     assert kinds["QSVCINT_HIGH"] and kinds["QSVCINT_OK"]
     assert kinds["STRUCTURE_ALTERED"] and kinds["OVERFLOW_MODE_ENTERED"] and kinds[topics.OVERFLOW]
+
+
+def test_the_demo_workload_raises_one_alert_per_episode_a_person_would_count():
+    """Issue 15 item 13, through the pure rules over 180 s of the demo workload (rate 200): QUEUE_STALLED
+    only for the scripted episodes (the payroll consumer's pauses, APP.Q006's hangs), at most one
+    STRUCTURE_FULL and one STRUCTURE_NEAR_FULL per fill cycle, and no alert_id FIRING twice."""
+    config = load_config(ROOT / "config" / "demo.yaml")
+    sim = Simulator(seed=1, rate=200)
+    items = sim.take(200 * 180)
+    recs = [{"ts": sim.t0 - 1, "qmgr": qm, "command": c} for qm, cmds in SETUP_MQSC.items() for c in cmds]
+    recs += [i.value for i in items if isinstance(i.value, dict)]
+    out = run_reference(recs, config.monitor_settings(), final_clock=items[-1].ts,
+                        structure_settings=config.structure_settings())
+    seconds = (items[-1].ts - sim.t0) / 1000
+    firing = [e.record for e in out if e.record.get("state") == "FIRING"]
+    ids = collections.Counter(r["alert_id"] for r in firing)
+    assert max(ids.values()) == 1
+    stalls = collections.Counter(r["queue"] for r in firing if r["type"] == "QUEUE_STALLED")
+    payroll_pauses = int(seconds // sim.cycle_s) + 1
+    hangs = int(seconds // 60) + 1
+    assert set(stalls) <= {"PAYROLL.REQUEST", "APP.Q006"}, stalls
+    assert 1 <= stalls["PAYROLL.REQUEST"] <= payroll_pauses and 1 <= stalls["APP.Q006"] <= hangs, stalls
+    fills = int(seconds // sim.cycle_s) + 1
+    for kind in ("STRUCTURE_FULL", "STRUCTURE_NEAR_FULL", "OVERFLOW_MODE_ENTERED"):
+        per_structure = collections.Counter(r["structure"] for r in firing if r["type"] == kind)
+        assert all(n <= fills for n in per_structure.values()), (kind, per_structure)

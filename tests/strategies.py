@@ -39,3 +39,44 @@ def structure_streams(draw: Any, structures: tuple[str, ...] = ("MSGQ1", "MSGQ2"
             rec["event_id"] = f"s-{i - 1}"  # a redelivered record
         out.append(rec)
     return out
+
+
+#: IMS queue types 1-9 (interest is refused or never given for 2, 3, 6, 7, 9) and an MQ name
+INTEREST_QUEUES = ["1PAYTRAN", "1ORDERS", "2PAYTRAN", "3SUSPEND", "4SERIAL", "5LTERMZ", "5LTERMY", "6LTERMZ",
+                   "7APPC01", "8REMOTE", "9OTMA01", "PAYROLL.IN"]
+INTEREST_NAMES = INTEREST_QUEUES + ["*", "1*", "5*", "5LT*", "2*", "9*", "PAY*"]
+
+
+@st.composite
+def interest_streams(draw: Any, qmgr: str = "IMSPLEX", max_size: int = 120) -> list[dict[str, Any]]:
+    """Activity on IMS-named queues with exact and generic registrations of several clients, whole-client
+    deregistration (``QUEUE(*)``), service-interval settings, and generic RESET QSTATS."""
+    out: list[dict[str, Any]] = [{"ts": T0, "qmgr": qmgr, "command": "ALTER QMGR PERFMEV(ENABLED)",
+                                  "command_id": f"{qmgr}-c"}]
+    t = T0
+    n = draw(st.integers(min_value=1, max_value=max_size))
+    for i in range(n):
+        t += draw(st.sampled_from([0, 1, 50, 400, 1000, 2500, 6000]))
+        roll = draw(st.integers(0, 99))
+        if roll < 20:
+            client = draw(st.sampled_from(["IMSA", "IMSB", "IMSC"]))
+            name = draw(st.sampled_from(INTEREST_NAMES))
+            text = draw(st.sampled_from([
+                f"REGISTER INTEREST QUEUE({name}) CLIENT({client})",
+                f"REGISTER INTEREST QUEUE({name}) CLIENT({client})",
+                f"DEREGISTER INTEREST QUEUE({name}) CLIENT({client})",
+                f"DEREGISTER INTEREST QUEUE(*) CLIENT({client})",
+                f"ALTER QLOCAL({draw(st.sampled_from(INTEREST_QUEUES))}) QSVCIEV(HIGH) QSVCINT(1000)",
+                "RESET QSTATS(1*)",
+            ]))
+            out.append({"ts": t, "qmgr": qmgr, "command": text, "command_id": f"{qmgr}-c{i}"})
+            continue
+        op = "PUT" if roll < 65 else ("GET" if roll < 98 else "START")
+        rec: dict[str, Any] = {"event_id": f"{qmgr}-{i}", "qmgr": qmgr,
+                               "queue": draw(st.sampled_from(INTEREST_QUEUES)), "op": op, "ts": t}
+        if op == "START":
+            rec["depth_after"] = draw(st.sampled_from([0, 2]))
+        elif op == "PUT" and draw(st.integers(0, 9)) == 0:
+            rec["depth_after"] = draw(st.integers(1, 4))  # a queue qmon first sees non-empty
+        out.append(rec)
+    return out

@@ -132,7 +132,7 @@ def test_restart_on_the_same_checkpoint_equals_an_uninterrupted_run(spark, kafka
         return sorted(r["event_id"] for t, r in outputs(kafka_bootstrap, prefix) if t != topics.REPLIES)
 
     whole, split = ids(whole_prefix), ids(split_prefix)
-    assert len(whole) > 10
+    assert len(whole) >= 8  # High and OK events and stall alerts (a stall now ends only when served in time)
     assert sorted(set(split)) == sorted(set(whole))  # duplicates only as identical event_ids
 
 

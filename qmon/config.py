@@ -131,13 +131,15 @@ class MonitorConfig(_Model):
     dedup_max: int = Field(256, ge=1, le=1_000_000)
     queue_ttl: str = "7 days"
     journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
+    stall_clear_hold: str = Field("30 seconds", description="QUEUE_STALLED resolves once the queue has been "
+                                  "served within QSVCINT (or emptied) for this long")
 
     @field_validator("perfmev", mode="before")
     @classmethod
     def _upper(cls, v: Any) -> Any:
         return v.upper() if isinstance(v, str) else v
 
-    @field_validator("dedup_window", "queue_ttl")
+    @field_validator("dedup_window", "queue_ttl", "stall_clear_hold")
     @classmethod
     def _duration(cls, v: str) -> str:
         duration_ms(v)
@@ -189,6 +191,9 @@ class StructureConfig(_Model):
             raise ValueError(f"ovflwstr {self.ovflwstr} needs ovflwsize (its SIZE in KB)")
         if self.ovflwsize and not self.ovflwstr:
             raise ValueError("ovflwsize is set but ovflwstr (the overflow structure's name) is not")
+        if self.clear_margin >= self.fullthreshold:
+            raise ValueError(f"clear_margin ({self.clear_margin}) must be smaller than fullthreshold "
+                             f"({self.fullthreshold}): STRUCTURE_NEAR_FULL resolves below fullthreshold - clear_margin")
         return self
 
     def definition(self) -> StructureDef:
@@ -250,6 +255,7 @@ class Config(_Model):
             dedup_window_ms=duration_ms(self.monitor.dedup_window),
             dedup_max=self.monitor.dedup_max,
             journal_near_pct=self.monitor.journal_near_pct,
+            stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
         )
 
 

@@ -363,7 +363,6 @@ class StructureMonitor:
         before = self.usage()
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
-            st.get("clear", {}).pop("ovf_full", None)  # full again: the hold starts over
             if st["ovf_full"] is None:
                 st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
                 out.append(self._emit(
@@ -374,10 +373,10 @@ class StructureMonitor:
                              f"overflow ({rec.queue} first) are rejected; the primary structure carries on."),
                     action=(f"Drain the queues in overflow, or enlarge {d.ovflwstr} in the CFRM policy "
                             "(SETXCF START,ALTER or a policy change and rebuild).")))
+            self._restart_hold("ovf_full", rec.ts)  # after the FIRING: the hold starts over
             return out
         if primary_need and st["used"] + primary_need > self.capacity:
             st["rejected"] += 1
-            st.get("clear", {}).pop("full", None)  # full again: the hold starts over
             if st["full"] is None:
                 st["full"] = event_id("full", self.name, rec.event_id)
                 out.append(self._emit(
@@ -390,6 +389,7 @@ class StructureMonitor:
                     action=(f"Find the queues holding {self.name}'s storage and drain them (start their "
                             "consumers, or /DEQUEUE messages nobody will read); enlarge the structure in the "
                             "CFRM policy or define an overflow structure.")))
+            self._restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
             return out
         for name, n in parts:
             pq = self._q(name)
@@ -543,11 +543,20 @@ class StructureMonitor:
         """Whether the condition that ends alert ``key`` holds: usage ``clear_margin`` points below its threshold."""
         d, st = self.d, self.state
         assert d is not None
-        if key == "near":
-            return not at_or_above(st["used"], self.capacity, d.fullthreshold - d.clear_margin)
+        if key == "near":  # (the configuration keeps clear_margin below fullthreshold)
+            return not at_or_above(st["used"], self.capacity, max(1, d.fullthreshold - d.clear_margin))
         if key == "full":
             return not at_or_above(st["used"], self.capacity, 100 - d.clear_margin)
         return not at_or_above(st["ovf_used"], self.ovf_capacity, 100 - d.clear_margin)
+
+    def _restart_hold(self, key: str, ts: int) -> None:
+        """A rejected put: the structure is full again, so the hold starts over — at this put if usage is
+        below the clear level all the same (a message larger than the free space), else when it gets there."""
+        clear = self.state.setdefault("clear", {})
+        if self.state[key] is not None and self._clear(key):
+            clear[key] = ts
+        else:
+            clear.pop(key, None)
 
     def _track_clear(self, ts: int) -> list[Emit]:
         """After an operation: note since when each firing alert's clear condition has held (forget it when
@@ -605,6 +614,7 @@ class StructureMonitor:
         assert d is not None
         aid, st["mode"] = st["mode"], None
         st["next_scan"] = None
+        st["above"] = False  # out of overflow mode: the next put at or above OVFLWMAX reaches it again
         out: list[Emit] = []
         for name in sorted(st["queues"]):
             q = st["queues"][name]
@@ -700,10 +710,20 @@ class StructureMonitor:
 
 
 def _migrate(state: dict[str, Any]) -> dict[str, Any]:
-    """State version 1 (no per-queue FIFO, no ``above``) to 2: a queue's messages become one run
-    of its totals, so its gets free the average and the last one the rest."""
-    for q in state["queues"].values():
-        if "fifo" not in q:
+    """State version 1 (no per-queue FIFO, no ``above``) to 2: a queue's messages become one run of its
+    totals, so its gets free the average and the last one the rest.  Version 1 did not link a long
+    message's staging part to its ready part, so a ready queue's run takes all of its staging queue's
+    elements: draining the ready queue frees them, and usage returns to 0 once everything is got."""
+    queues = state["queues"]
+    for name, q in sorted(queues.items(), key=lambda kv: queue_type(kv[0]) in STAGING_TYPES):
+        if "fifo" in q:
+            continue
+        staging = staging_queue(name)
+        sq = queues.get(staging) if staging else None
+        if q["msgs"] > 0 and sq is not None and "fifo" not in sq and sq["el"] > 0:
+            q["fifo"] = [[q["msgs"], q["el"], sq["el"]]]
+            sq["fifo"] = []  # its elements are freed with the ready queue's messages
+        else:
             q["fifo"] = [[q["msgs"], q["el"], 0]] if q["msgs"] > 0 else []
     state.setdefault("above", False)
     state.setdefault("clear", {})

@@ -103,3 +103,12 @@ def test_clear_margin_is_validated_with_its_line():
 
     with pytest.raises(ValueError, match="clear_margin"):
         Config.model_validate({"structures": [{"strname": "S1", "size": 10, "clear_margin": 80}]})
+
+
+def test_clear_margin_must_be_below_fullthreshold():
+    import pytest
+
+    from qmon.config import Config
+
+    with pytest.raises(ValueError, match="clear_margin"):
+        Config.model_validate({"structures": [{"strname": "S1", "size": 10, "fullthreshold": 5}]})

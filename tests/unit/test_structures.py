@@ -543,3 +543,40 @@ def test_a_rejected_put_restarts_the_full_hold():
     out = get(m, "1TRAN", ts=13_000) + get(m, "1TRAN", ts=13_000)  # 93% from 13,000
     out += put(m, "1OTHER", 100, ts=23_000)  # event time passes the hold: relieved at 23,000
     assert [(e.record["type"], e.record["ts"]) for e in out] == [("STRUCTURE_FULL_RELIEVED", 23_000)]
+
+
+def test_version_1_state_frees_long_messages_staging_parts_after_migration():
+    """State written before exact accounting had no link from a ready queue to its staging parts."""
+    m = mon(size=100, lgmsgsz=1024)
+    put(m, "1A", 1024 + 2000)  # 2 on 1A, 4 on 2A
+    put(m, "1A", 1024 + 2000)
+    state = m.state
+    for q in state["queues"].values():
+        del q["fifo"]
+    state["v"] = 1
+    del state["above"], state["clear"]
+    m2 = StructureMonitor("MSGQ1", m.settings, state)
+    get(m2, "1A", None)
+    get(m2, "1A", None)
+    assert m2.state["used"] == 0
+
+
+def test_leaving_overflow_mode_rearms_selection():
+    """An overflow structure too small for the only candidate: nothing moves, the scan ends overflow mode,
+    and the next put at or above OVFLWMAX selects again (a queue that now fits moves)."""
+    m = mon(size=10, ovflwstr="OVF1", ovflwsize=3, overflow_scan_interval_ms=60_000, fullthreshold=100)
+    fill(m, "1A", 14, ts=0)  # 70%: 1A (14) does not fit in 6 elements
+    assert not m.state["queues"]["1A"]["ovf"]
+    out = put(m, "1C", ts=60_000)  # the scan at 60 s: no queue in overflow, overflow mode ends; 15/20 = 75%
+    kinds = types(out)
+    assert ("OVERFLOW_MODE_ENDED", "RESOLVED") in kinds and ("OVERFLOW_MODE_ENTERED", "FIRING") in kinds
+    assert [e for e in out if e.topic == topics.OVERFLOW]  # selected again
+
+
+def test_a_full_episode_from_a_message_larger_than_the_free_space_resolves_on_a_quiet_structure():
+    m = mon(size=10, ovflwmax=100, fullthreshold=100, resource=True, clear_hold_ms=30_000)
+    put(m, "1A", 512, ts=0, clock=0)
+    out = put(m, "1A", 20_000, ts=1_000, clock=1_000)  # 40 elements: does not fit in 19
+    assert types(out) == [("STRUCTURE_FULL", "FIRING")]
+    assert m.next_scan_clock() == 31_000
+    assert types(m.on_clock(31_000)) == [("STRUCTURE_FULL_RELIEVED", "RESOLVED")]

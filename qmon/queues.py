@@ -19,9 +19,11 @@ SPEC §3, §4 and §9:
   queue manager: a PUT whose ``depth_after`` shows messages were there before) has
   its timer started at that record's time, as at queue-manager start-up.
 * The stall alert (beyond MQ) fires once when a watched queue goes longer than
-  QSVCINT without a get, and resolves when a get serves the queue within its
-  interval (the get MQ would answer with OK) or empties it, or on START: a slow
-  consumer whose every get comes late is one episode, not one per get.
+  QSVCINT without a get.  It resolves once the queue has been *served in time* —
+  gets within QSVCINT of the service timer's start, or emptied — for
+  ``stall_clear_hold`` of event time (or at once on START); a late get or a new
+  gap longer than QSVCINT within the hold keeps the same episode going.  A slow or
+  erratic consumer is one episode, not one per get.
 
 The monitor is a *shard* of one queue manager: the Spark job splits a queue
 manager's queues over a few shards (buckets) so that the fixed per-key cost of
@@ -142,6 +144,7 @@ class MonitorSettings:
     dedup_window_ms: int = 10 * 60 * 1000
     dedup_max: int = 256
     journal_near_pct: int = 90
+    stall_clear_hold_ms: int = 30_000  # a stall resolves once the queue has been served in time this long
 
     def attrs_for(self, queue: str) -> dict[str, Any]:
         attrs = dict(MQ_DEFAULTS)
@@ -262,7 +265,7 @@ class QueueMonitor:
             q["timer"] = rec.ts if q["depth"] > 0 else None
             q["timer_clock"] = clock if q["depth"] > 0 else None
             self._reset_stats(q, rec.ts)
-            out.extend(self._resolve_stall(rec.queue, q, rec, "the queue manager restarted"))
+            out.extend(self._resolve_stall(rec.queue, q, rec.ts, "the queue manager restarted"))
             return out
         if rec.reason is not None:
             # A failed operation changes no depth and drives no service timer.
@@ -324,9 +327,12 @@ class QueueMonitor:
             a["QDPLOEV"] = False
             a["QDPHIEV"] = True
             a["QDPMAXEV"] = True
-        if served:
-            why = "a get emptied the queue" if after == 0 else "a get served it within its service interval"
-            out.extend(self._resolve_stall(rec.queue, q, rec, why))
+        if q["stall"] is not None:
+            if not served:
+                q["stall_ok"] = None  # a late get: still not served in time
+            elif q.get("stall_ok") is None:
+                q["stall_ok"] = [rec.ts, clock]  # served in time from now: resolved if it lasts the hold
+            out.extend(self._settle_stall(rec.queue, q, rec.ts))
         return out
 
     # ------------------------------------------------------------ stall alert (SPEC §9)
@@ -336,9 +342,32 @@ class QueueMonitor:
                 and q["attrs"]["QSVCIEV"] != "NONE" and q["stall"] is None)
 
     def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
+        out = self._settle_stall(queue, q, now_ts)
         if self._stall_watched(q) and now_ts - q["timer"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
-            return [self._fire_stall(queue, q)]
-        return []
+            out.append(self._fire_stall(queue, q))
+        return out
+
+    def _settle_stall(self, queue: str, q: QueueState, now_ts: int, clock: int | None = None) -> list[Emit]:
+        """A FIRING stall whose queue has been served in time since ``stall_ok``: RESOLVED at the end of the
+        hold if event time ``now_ts`` (or the arrival clock ``clock``) has reached it, unless the queue
+        went unserved for longer than QSVCINT again first (a relapse: the same episode goes on)."""
+        ok = q.get("stall_ok")
+        if q["stall"] is None or ok is None:
+            return []
+        hold = self.settings.stall_clear_hold_ms
+        interval = q["attrs"]["QSVCINT"]
+        if clock is None:
+            due, now, start = ok[0] + hold, now_ts, q["timer"]
+        else:
+            due, now, start = ok[1] + hold, clock, q["timer_clock"]
+        if q["depth"] > 0 and start is not None and now - start > interval and start + interval < due:
+            q["stall_ok"] = None  # relapsed before the hold ended
+            return []
+        if now < due:
+            return []
+        return self._resolve_stall(queue, q, ok[0] + hold, "it has been served within its service interval "
+                                   f"for {hold // 1000} s since {_iso(ok[0])}" if hold else
+                                   "a get served it within its service interval or emptied it")
 
     def _fire_stall(self, queue: str, q: QueueState) -> Emit:
         start = q["timer"]
@@ -358,15 +387,16 @@ class QueueMonitor:
         )
         return Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)
 
-    def _resolve_stall(self, queue: str, q: QueueState, rec: Activity, why: str) -> list[Emit]:
+    def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:
         alert_id = q["stall"]
+        q["stall_ok"] = None
         if alert_id is None:
             return []
         q["stall"] = None
         record = _alert(
             event_id("stall-resolved", alert_id), "QUEUE_STALLED", "RESOLVED", alert_id, "INFO",
-            structure=queue, queue=queue, qmgr=self.qmgr, ts=rec.ts,
-            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} at {_iso(rec.ts)}.",
+            structure=queue, queue=queue, qmgr=self.qmgr, ts=ts,
+            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
             action="None.",
         )
         return [Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)]
@@ -375,10 +405,13 @@ class QueueMonitor:
         """The arrival-clock time at which the earliest watched queue stalls (for a Spark timer)."""
         best: int | None = None
         for q in self.queues.values():
+            due = None
             if self._stall_watched(q) and q["timer_clock"] is not None:
                 due = q["timer_clock"] + q["attrs"]["QSVCINT"] + 1
-                if best is None or due < best:
-                    best = due
+            elif q["stall"] is not None and (ok := q.get("stall_ok")) is not None:
+                due = ok[1] + self.settings.stall_clear_hold_ms  # the end of the hold
+            if due is not None and (best is None or due < best):
+                best = due
         return best
 
     def on_clock(self, clock: int) -> list[Emit]:
@@ -386,6 +419,7 @@ class QueueMonitor:
         out = []
         for name in sorted(self.queues):
             q = self.queues[name]
+            out.extend(self._settle_stall(name, q, 0, clock))
             if self._stall_watched(q) and q["timer_clock"] is not None:
                 if clock - q["timer_clock"] > q["attrs"]["QSVCINT"]:
                     out.append(self._fire_stall(name, q))

@@ -247,9 +247,10 @@ def test_stall_fires_once_on_clock_and_resolves_on_get():
     assert (fire["type"], fire["state"], fire["ts"]) == ("QUEUE_STALLED", "FIRING", 10_000)
     assert mon.on_clock(50_000) == []  # one FIRING per episode
     assert mon.next_stall_clock() is None
-    out = f("GET", 60_000)
-    resolved = [r for r in out if r["type"] == "QUEUE_STALLED"]
-    assert [r["state"] for r in resolved] == ["RESOLVED"]
+    assert [r for r in f("GET", 60_000) if r["type"] == "QUEUE_STALLED"] == []  # emptied: the hold starts
+    assert mon.next_stall_clock() == 90_000  # stall_clear_hold (30 s) later
+    resolved = [e.record for e in mon.on_clock(90_000)]
+    assert [(r["state"], r["ts"]) for r in resolved] == [("RESOLVED", 90_000)]
     assert resolved[0]["alert_id"] == fire["alert_id"]
     assert fire["summary"] and fire["action"]
 
@@ -361,13 +362,18 @@ def test_bounded_state_keeps_queues_with_messages_altered_settings_or_a_firing_a
     assert mon.expire(10**10, 1_000) == ["IDLE.Q"]
     assert set(mon.queues) == {"FULL.Q", Q, "STALLED.Q"}
     # the FIRING stall is not orphaned: it still resolves
-    out = f("GET", 2_000, queue="STALLED.Q")
+    f("GET", 2_000, queue="STALLED.Q")
+    out = [e.record for e in mon.on_clock(32_000)]
     assert [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"] == [("QUEUE_STALLED", "RESOLVED")]
+
+
+def _stall_states(records):
+    return [r["state"] for r in records if r["type"] == "QUEUE_STALLED"]
 
 
 def test_a_slow_consumer_is_one_stall_episode_not_one_per_get():
     """A consumer getting one message every 1.5 x QSVCINT: MQ's High events aside, the stall fires once
-    and resolves when the queue is served within its interval again (or empties)."""
+    and resolves when the queue has been served in time for stall_clear_hold (here: drained, then held)."""
     mon = monitor(qsvciev="HIGH", qsvcint=1_000)
     f = Feed(mon)
     for _ in range(20):
@@ -378,7 +384,51 @@ def test_a_slow_consumer_is_one_stall_episode_not_one_per_get():
         t += 1_500
         out += [e.record for e in mon.on_clock(t)]
         out += f("GET", t, clock=t)
-    stalls = [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"]
-    assert stalls == [("QUEUE_STALLED", "FIRING")]
-    out = f("GET", t + 200, clock=t + 200)  # served within QSVCINT: the episode ends
-    assert [(r["type"], r["state"]) for r in out if r["type"] == "QUEUE_STALLED"] == [("QUEUE_STALLED", "RESOLVED")]
+    assert _stall_states(out) == ["FIRING"]
+    caught_up = t + 200
+    for _ in range(12):  # it catches up: a get every 200 ms until the queue is empty
+        t += 200
+        out += f("GET", t, clock=t)
+    assert _stall_states(out) == ["FIRING"] and mon.queues[Q]["depth"] == 0
+    assert mon.next_stall_clock() == caught_up + 30_000  # served in time since its first prompt get
+    out += [e.record for e in mon.on_clock(caught_up + 30_000)]
+    assert _stall_states(out) == ["FIRING", "RESOLVED"]
+
+
+def test_a_consumer_wobbling_around_qsvcint_is_one_stall_episode():
+    """Gets alternately 1.2 s and 0.8 s apart on a 1 s service interval: every late gap would have been a
+    new episode without the hold; with it the episode lasts until the queue has been served in time for
+    stall_clear_hold."""
+    mon = monitor(qsvciev="HIGH", qsvcint=1_000)
+    f = Feed(mon)
+    for _ in range(40):
+        f("PUT", 0, clock=0)
+    out: list = []
+    t = 0
+    for k in range(30):
+        t += 1_200 if k % 2 == 0 else 800
+        out += [e.record for e in mon.on_clock(t)]
+        out += f("GET", t, clock=t)
+    assert _stall_states(out) == ["FIRING"]
+    for _ in range(10):
+        t += 100
+        out += f("GET", t, clock=t)  # served in time until empty
+    out += [e.record for e in mon.on_clock(t + 30_000)]
+    assert _stall_states(out) == ["FIRING", "RESOLVED"]
+
+
+def test_a_relapse_within_the_hold_keeps_the_episode_and_resolves_later():
+    mon = monitor(qsvciev="HIGH", qsvcint=1_000)
+    f = Feed(mon)
+    for _ in range(5):
+        f("PUT", 0, clock=0)
+    mon.on_clock(1_001)  # FIRING
+    f("GET", 1_500, clock=1_500)  # late
+    f("GET", 2_000, clock=2_000)  # in time: the hold starts at 2,000
+    assert [e.record for e in mon.on_clock(3_001)] == []  # 1,001 ms without a get: relapse, hold cancelled
+    assert mon.queues[Q]["stall_ok"] is None
+    f("GET", 3_500, clock=3_500)  # late again
+    f("GET", 3_600, clock=3_600)
+    f("GET", 3_700, clock=3_700)  # in time and empty: the hold starts at 3,600
+    out = [e.record for e in mon.on_clock(33_600)]
+    assert [(r["state"], r["ts"]) for r in out] == [("RESOLVED", 33_600)]

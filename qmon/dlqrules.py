@@ -341,8 +341,9 @@ def _control(kws: dict[str, str | None]) -> Control:
     wait: bool | int = True
     if "RETRYINT" in kws:
         v = (kws["RETRYINT"] or "").strip()
-        if not v.isdigit():
-            raise ValueError(f"RETRYINT({v}): the retry interval is a whole number of seconds")
+        if not v.isdigit() or int(v) < 1:
+            raise ValueError(f"RETRYINT({v}): the retry interval is a whole number of seconds, at least 1 (0 would "
+                             "make every attempt of a RETRY(n) rule at once)")
         retryint = int(v)
     if "WAIT" in kws:
         v = (kws["WAIT"] or "").strip().upper()

@@ -247,3 +247,12 @@ def test_a_comment_or_blank_line_inside_a_continuation_is_skipped_not_joined():
 def test_continuation_inside_a_quoted_value():
     t = parse_rules("APPLNAME('q+\n   mon') ACTION(DISCARD)\nUSERID('AB-\n C') ACTION(DISCARD)")
     assert t.rules[0].patterns == {"APPLNAME": "qmon"} and t.rules[1].patterns == {"USERID": "AB C"}
+
+
+def test_a_retry_interval_of_zero_is_refused_with_its_line():
+    import pytest
+
+    from qmon.dlqrules import parse_rules
+
+    with pytest.raises(Exception, match=r"line 1.*RETRYINT\(0\)"):
+        parse_rules("INPUTQ(qmon.dlq) RETRYINT(0)\nACTION(IGNORE)\n")

@@ -72,15 +72,21 @@ def _normalise(topic, record):
                       sort_keys=True)
 
 
-def test_structure_operator_equals_pure_module_over_random_streams(replay_factory):
-    rng = random.Random(5)
-    records = random_structure_stream(rng, n=600)
+def _operator_equals_reference(replay_factory, records) -> list[str]:
+    """Replay ``records`` through Spark and assert the structure outputs equal the pure module's; returns them."""
     out = replay_factory(records, CONFIG)
     got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW))
     want = sorted(_normalise(e.topic, e.record) for e in run_reference(
         records, MonitorSettings(), final_clock=max(r["ts"] for r in records),
         structure_settings=CONFIG.structure_settings()))
     assert got == want
+    return got
+
+
+def test_structure_operator_equals_pure_module_over_random_streams(replay_factory):
+    rng = random.Random(5)
+    records = random_structure_stream(rng, n=600)
+    got = _operator_equals_reference(replay_factory, records)
     kinds = {json.loads(g)["type"] for g in got if json.loads(g)["topic"] == topics.STRUCTURE}
     assert {"STRUCTURE_ALTERED", "OVERFLOW_MODE_ENTERED", "STRUCTURE_FULL", "STRUCTURE_FULL_RELIEVED",
             "QUEUE_OVERFLOW_ENDED", "OVERFLOW_STRUCTURE_FULL", "QUEUE_PUTS_REJECTED", "STRUCTURE_NEAR_FULL",
@@ -159,9 +165,4 @@ def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
 def test_structure_operator_equals_pure_module_over_generated_streams(replay_factory, records):
     """Hypothesis-generated streams (long messages, gets with and without msg_bytes, an overflow structure,
     redeliveries, failed puts): the Spark operator's output is exactly the pure module's."""
-    out = replay_factory(records, CONFIG)
-    got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW))
-    want = sorted(_normalise(e.topic, e.record) for e in run_reference(
-        records, MonitorSettings(), final_clock=max(r["ts"] for r in records),
-        structure_settings=CONFIG.structure_settings()))
-    assert got == want
+    _operator_equals_reference(replay_factory, records)

@@ -33,15 +33,21 @@ def test_the_mix():
     assert all(a.ts <= b.ts for a, b in zip(items, items[1:]))  # event-time order
 
 
-def test_the_demo_workload_makes_the_events_the_demo_promises():
-    """Through the pure rules: service interval High and OK, alter and overflow, within 45 s of workload."""
+def _demo_outputs(rate: int, seconds: int):
+    """The demo's workload (its setup MQSC first) through the pure rules with the demo's configuration."""
     config = load_config(ROOT / "config" / "demo.yaml")
-    sim = Simulator(seed=1, rate=100)
-    items = sim.take(100 * 45)
+    sim = Simulator(seed=1, rate=rate)
+    items = sim.take(rate * seconds)
     recs = [{"ts": sim.t0 - 1, "qmgr": qm, "command": c} for qm, cmds in SETUP_MQSC.items() for c in cmds]
     recs += [i.value for i in items if isinstance(i.value, dict)]
     out = run_reference(recs, config.monitor_settings(), final_clock=items[-1].ts,
                         structure_settings=config.structure_settings())
+    return sim, items, out
+
+
+def test_the_demo_workload_makes_the_events_the_demo_promises():
+    """Through the pure rules: service interval High and OK, alter and overflow, within 45 s of workload."""
+    _, _, out = _demo_outputs(rate=100, seconds=45)
     kinds = collections.Counter(e.record.get("type") or e.topic for e in out)
     assert kinds["QSVCINT_HIGH"] and kinds["QSVCINT_OK"]
     assert kinds["STRUCTURE_ALTERED"] and kinds["OVERFLOW_MODE_ENTERED"] and kinds[topics.OVERFLOW]
@@ -51,13 +57,7 @@ def test_the_demo_workload_raises_one_alert_per_episode_a_person_would_count():
     """Issue 15 item 13, through the pure rules over 180 s of the demo workload (rate 200): QUEUE_STALLED
     only for the scripted episodes (the payroll consumer's pauses, APP.Q006's hangs), at most one
     STRUCTURE_FULL and one STRUCTURE_NEAR_FULL per fill cycle, and no alert_id FIRING twice."""
-    config = load_config(ROOT / "config" / "demo.yaml")
-    sim = Simulator(seed=1, rate=200)
-    items = sim.take(200 * 180)
-    recs = [{"ts": sim.t0 - 1, "qmgr": qm, "command": c} for qm, cmds in SETUP_MQSC.items() for c in cmds]
-    recs += [i.value for i in items if isinstance(i.value, dict)]
-    out = run_reference(recs, config.monitor_settings(), final_clock=items[-1].ts,
-                        structure_settings=config.structure_settings())
+    sim, items, out = _demo_outputs(rate=200, seconds=180)
     seconds = (items[-1].ts - sim.t0) / 1000
     firing = [e.record for e in out if e.record.get("state") == "FIRING"]
     ids = collections.Counter(r["alert_id"] for r in firing)

@@ -82,37 +82,78 @@ class QueuesView(MutableMapping):
 
 
 def main() -> int:
-    bootstrap, src_name, out_name, _n, config_path = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    bootstrap, src_name, out_name, _n, config_path = (
+        sys.argv[1],
+        sys.argv[2],
+        sys.argv[3],
+        int(sys.argv[4]),
+        sys.argv[5],
+    )
     from quixstreams import Application
 
     config = Config.model_validate(json.loads(Path(config_path).read_text()))
     settings, ssettings = config.monitor_settings(), config.structure_settings()
-    app = Application(broker_address=bootstrap, consumer_group=f"quix-{uuid.uuid4().hex[:8]}",
-                      auto_offset_reset="earliest", loglevel="WARNING", state_dir=tempfile.mkdtemp(),
-                      # state is recovered from changelog topics, as qmon's is from its checkpoint
-                      use_changelog_topics=True,
-                      consumer_extra_config={"fetch.max.bytes": 50_000_000})
+    app = Application(
+        broker_address=bootstrap,
+        consumer_group=f"quix-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+        loglevel="WARNING",
+        state_dir=tempfile.mkdtemp(),
+        # state is recovered from changelog topics, as qmon's is from its checkpoint
+        use_changelog_topics=True,
+        consumer_extra_config={"fetch.max.bytes": 50_000_000},
+    )
     src = app.topic(src_name, value_deserializer="bytes", key_deserializer="bytes")
     out = app.topic(out_name, value_serializer="bytes", key_serializer="bytes")
     sdf = app.dataframe(src)
 
     def frame(e) -> bytes:
-        return e.topic.encode() + b"\0" + avro.encode({"qmon.events.performance": "PerformanceEvent",
-                                                       "qmon.events.structure": "StructureAlert",
-                                                       "qmon.events.overflow": "OverflowCandidates",
-                                                       "qmon.events.notify": "WorkAvailable"}[e.topic], e.record)
+        return (
+            e.topic.encode()
+            + b"\0"
+            + avro.encode(
+                {
+                    "qmon.events.performance": "PerformanceEvent",
+                    "qmon.events.structure": "StructureAlert",
+                    "qmon.events.overflow": "OverflowCandidates",
+                    "qmon.events.notify": "WorkAvailable",
+                }[e.topic],
+                e.record,
+            )
+        )
 
     def per_queue(value: bytes, state) -> dict:
         r = avro.decode("QueueActivity", value)
         ts = to_ms(r["ts"])
         mon = QueueMonitor(r["qmgr"], settings, state.get("q"))
-        emits = mon.on_activity(Activity(r["event_id"], r["qmgr"], r["queue"], r["op"], ts, r["depth_after"],
-                                         r["msg_bytes"], r["structure"], r["reason"], None, None))
+        emits = mon.on_activity(
+            Activity(
+                r["event_id"],
+                r["qmgr"],
+                r["queue"],
+                r["op"],
+                ts,
+                r["depth_after"],
+                r["msg_bytes"],
+                r["structure"],
+                r["reason"],
+                None,
+                None,
+            )
+        )
         state.set("q", mon.state)
         s = None
         if r["structure"]:
-            s = {"structure": r["structure"], "event_id": r["event_id"], "qmgr": r["qmgr"], "queue": r["queue"],
-                 "op": r["op"], "ts": ts, "msg_bytes": r["msg_bytes"], "reason": r["reason"]}
+            s = {
+                "structure": r["structure"],
+                "event_id": r["event_id"],
+                "qmgr": r["qmgr"],
+                "queue": r["queue"],
+                "op": r["op"],
+                "ts": ts,
+                "msg_bytes": r["msg_bytes"],
+                "reason": r["reason"],
+            }
         return {"emits": [frame(e) for e in emits], "s": s}
 
     def per_structure(v: dict, state) -> list:
@@ -124,8 +165,9 @@ def main() -> int:
         else:
             top["queues"] = view
             mon = StructureMonitor(v["structure"], ssettings, top)
-        emits = mon.on_activity(Op(v["event_id"], v["qmgr"], v["queue"], v["op"], v["ts"], v["msg_bytes"],
-                                   v["reason"], None))
+        emits = mon.on_activity(
+            Op(v["event_id"], v["qmgr"], v["queue"], v["op"], v["ts"], v["msg_bytes"], v["reason"], None)
+        )
         view.flush()
         state.set("top", {k: x for k, x in mon.state.items() if k != "queues"})
         return [frame(e) for e in emits]

@@ -35,8 +35,9 @@ def main() -> int:
     for i in range(args.ids):
         for q in range(args.queues):
             op = "PUT" if i % 2 == 0 else "GET"
-            mon.on_activity(Activity(f"evt-{n:012d}", "QM1", f"APP.QUEUE.{q:05d}", op, n, None, 512, None, None,
-                                     None, None))
+            mon.on_activity(
+                Activity(f"evt-{n:012d}", "QM1", f"APP.QUEUE.{q:05d}", op, n, None, 512, None, None, None, None)
+            )
             n += 1
     for packed in (False, True):
         state = pickle.dumps(mon.state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -50,15 +51,30 @@ def main() -> int:
             t = time.perf_counter()
             m = QueueMonitor("QM1", settings, pickle.loads(state))
             for j in range(args.batch):
-                m.on_activity(Activity(f"new-{n + j}", "QM1", f"APP.QUEUE.{j % args.queues:05d}", "PUT", n + j, None,
-                                       512, None, None, None, None))
+                m.on_activity(
+                    Activity(
+                        f"new-{n + j}",
+                        "QM1",
+                        f"APP.QUEUE.{j % args.queues:05d}",
+                        "PUT",
+                        n + j,
+                        None,
+                        512,
+                        None,
+                        None,
+                        None,
+                        None,
+                    )
+                )
             if packed:
                 m.pack()
             pickle.dumps(m.state, protocol=pickle.HIGHEST_PROTOCOL)
             best = min(best, time.perf_counter() - t)
-        print(f"{'packed at rest (now)' if packed else 'dicts (before)'}: shard state {len(state) / 2**20:.1f} MiB, "
-              f"a batch of {args.batch} records costs {best * 1000:.1f} ms "
-              f"({args.queues} queues x {args.ids} remembered ids)")
+        print(
+            f"{'packed at rest (now)' if packed else 'dicts (before)'}: shard state {len(state) / 2**20:.1f} MiB, "
+            f"a batch of {args.batch} records costs {best * 1000:.1f} ms "
+            f"({args.queues} queues x {args.ids} remembered ids)"
+        )
     return 0
 
 

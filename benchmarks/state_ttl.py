@@ -48,8 +48,10 @@ def main() -> int:
     args = ap.parse_args()
     with_ttl = run(args.days, args.queues_per_day, args.ttl_days)
     without = run(args.days, args.queues_per_day, None)
-    print(f"{args.queues_per_day} new queue names a day, {args.days} days of event time; "
-          f"queue_ttl {args.ttl_days} days vs none")
+    print(
+        f"{args.queues_per_day} new queue names a day, {args.days} days of event time; "
+        f"queue_ttl {args.ttl_days} days vs none"
+    )
     print(f"{'day':>4} {'queues (ttl)':>13} {'state KiB (ttl)':>16} {'queues (no ttl)':>16} {'state KiB (no ttl)':>19}")
     for (d, q1, b1), (_, q2, b2) in zip(with_ttl, without):
         if d in (1, 2, 5, 7, 8, 10, 15, 20, 25, 30) or d == args.days:

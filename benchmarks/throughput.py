@@ -57,32 +57,52 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
         op = "PUT" if depth[q] == 0 or rng.random() < 0.7 else "GET"
         depth[q] += 1 if op == "PUT" else -1
         qmgr = f"QM{q % 4}"
-        rec = {"event_id": f"b{i}", "qmgr": qmgr, "queue": f"Q{q:05d}", "op": op, "ts": T0 + i,
-               "depth_after": None, "msg_bytes": 512 + (q % 7) * 300,
-               "structure": "MSGQ1" if q % 2 else "MSGQ2", "reason": None}
+        rec = {
+            "event_id": f"b{i}",
+            "qmgr": qmgr,
+            "queue": f"Q{q:05d}",
+            "op": op,
+            "ts": T0 + i,
+            "depth_after": None,
+            "msg_bytes": 512 + (q % 7) * 300,
+            "structure": "MSGQ1" if q % 2 else "MSGQ2",
+            "reason": None,
+        }
         out.append((f"{qmgr}/Q{q:05d}".encode(), avro.encode("QueueActivity", rec)))
     return out
 
 
-def config_for(prefix: str, master: str = "local[2]", trigger: str = "1 second", qsvcint: int = 20_000,
-               shuffle: int = 4) -> Config:
-    return Config.model_validate({
-        "kafka": {"topic_prefix": prefix, "partitions": 2},
-        "job": {"queue_buckets": 4, "shuffle_partitions": shuffle, "watermark_delay": "0 seconds", "master": master,
-                "trigger": trigger},
-        "monitor": {"perfmev": "ENABLED"},
-        "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": qsvcint}],
-        "structures": [{"strname": "MSGQ1", "size": 400_000, "initsize": 200_000, "ovflwstr": "OVFQ1",
-                        "ovflwsize": 400_000},
-                       {"strname": "MSGQ2", "size": 300_000}],
-    })
+def config_for(
+    prefix: str, master: str = "local[2]", trigger: str = "1 second", qsvcint: int = 20_000, shuffle: int = 4
+) -> Config:
+    return Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {
+                "queue_buckets": 4,
+                "shuffle_partitions": shuffle,
+                "watermark_delay": "0 seconds",
+                "master": master,
+                "trigger": trigger,
+            },
+            "monitor": {"perfmev": "ENABLED"},
+            "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": qsvcint}],
+            "structures": [
+                {"strname": "MSGQ1", "size": 400_000, "initsize": 200_000, "ovflwstr": "OVFQ1", "ovflwsize": 400_000},
+                {"strname": "MSGQ2", "size": 300_000},
+            ],
+        }
+    )
 
 
 def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes]]) -> float:
     from confluent_kafka import Producer
 
-    p = Producer(client_config(bootstrap, **{"linger.ms": 20, "batch.num.messages": 10000,
-                                             "queue.buffering.max.messages": 1_000_000}))
+    p = Producer(
+        client_config(
+            bootstrap, **{"linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000}
+        )
+    )
     t = time.perf_counter()
     for i, (k, v) in enumerate(rows):
         while True:
@@ -193,8 +213,12 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     src = topics.physical(topics.ACTIVITY, prefix)
     out_prefix = prefix + "base"
     ensure_topics(bootstrap, 2, prefix=out_prefix)
-    c = Consumer(client_config(bootstrap, **{"group.id": f"base-{uuid.uuid4()}", "enable.auto.commit": False,
-                                             "fetch.max.bytes": 50_000_000}))
+    c = Consumer(
+        client_config(
+            bootstrap,
+            **{"group.id": f"base-{uuid.uuid4()}", "enable.auto.commit": False, "fetch.max.bytes": 50_000_000},
+        )
+    )
     parts = c.list_topics(src, timeout=10).topics[src].partitions
     c.assign([TopicPartition(src, p, 0) for p in parts])
     p = Producer(client_config(bootstrap, **{"linger.ms": 20, "queue.buffering.max.messages": 1_000_000}))
@@ -232,14 +256,28 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
             seen += 1
             qm = r["qmgr"]
             mon = queues.get(qm) or queues.setdefault(qm, QueueMonitor(qm, settings))
-            for e in mon.on_activity(Activity(r["event_id"], qm, r["queue"], r["op"], ts, r["depth_after"],
-                                              r["msg_bytes"], r["structure"], r["reason"], None, off)):
+            for e in mon.on_activity(
+                Activity(
+                    r["event_id"],
+                    qm,
+                    r["queue"],
+                    r["op"],
+                    ts,
+                    r["depth_after"],
+                    r["msg_bytes"],
+                    r["structure"],
+                    r["reason"],
+                    None,
+                    off,
+                )
+            ):
                 emit(e)
             if r["structure"]:
                 s = r["structure"]
                 smon = structs.get(s) or structs.setdefault(s, StructureMonitor(s, ssettings))
-                for e in smon.on_activity(Op(r["event_id"], qm, r["queue"], r["op"], ts, r["msg_bytes"],
-                                             r["reason"], None)):
+                for e in smon.on_activity(
+                    Op(r["event_id"], qm, r["queue"], r["op"], ts, r["msg_bytes"], r["reason"], None)
+                ):
                     emit(e)
         p.poll(0)
     p.flush(120)
@@ -257,8 +295,9 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
 
     ensure_topics(bootstrap, config.kafka.partitions, prefix=prefix)
     t = time.perf_counter()
-    query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}-{uuid.uuid4().hex[:6]}"),
-                        available_now=True)
+    query = start_query(
+        spark, config, bootstrap, str(tmp / f"ckpt-{prefix}-{uuid.uuid4().hex[:6]}"), available_now=True
+    )
     query.awaitTermination()
     elapsed = time.perf_counter() - t
     # where the wall time went, from the query's own progress reports
@@ -268,10 +307,12 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
     data = [p for p in progress if p["numInputRows"] > 0]
     in_batches = sum(p["durationMs"].get("addBatch", 0) for p in data) / 1000
     rows = sum(p["numInputRows"] for p in data)
-    breakdown = (f"{len(progress)} micro-batches: {elapsed - batches:.1f} s starting the query, {planning:.1f} s "
-                 f"planning, {in_batches:.1f} s processing the data ({rows / in_batches:,.0f} records/s once "
-                 f"running), {batches - planning - in_batches:.1f} s in the rest (offsets, commits, the "
-                 "no-data batch that fires timers)")
+    breakdown = (
+        f"{len(progress)} micro-batches: {elapsed - batches:.1f} s starting the query, {planning:.1f} s "
+        f"planning, {in_batches:.1f} s processing the data ({rows / in_batches:,.0f} records/s once "
+        f"running), {batches - planning - in_batches:.1f} s in the rest (offsets, commits, the "
+        "no-data batch that fires timers)"
+    )
     outs = read_all(bootstrap, [topics.physical(x, prefix) for x in topics.OUTPUTS])
     ids = set()
     for name, value, _ in outs:
@@ -318,8 +359,10 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
         print("latency: no performance events matched")
         return
     q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]  # noqa: E731
-    print(f"latency at {rate} records/s for {seconds} s: {len(lat)} events; p50 {q(0.5)} ms, p95 {q(0.95)} ms, "
-          f"p99 {q(0.99)} ms (input Kafka timestamp -> output Kafka timestamp)")
+    print(
+        f"latency at {rate} records/s for {seconds} s: {len(lat)} events; p50 {q(0.5)} ms, p95 {q(0.95)} ms, "
+        f"p99 {q(0.99)} ms (input Kafka timestamp -> output Kafka timestamp)"
+    )
 
 
 def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> None:
@@ -330,8 +373,12 @@ def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], t
     out = f"{prefix}.quix.out"
     cfg = tmp / "quix-config.json"
     cfg.write_text(config.model_dump_json())
-    done = subprocess.run([python, str(ROOT / "benchmarks" / "quix_app.py"), bootstrap, src, out, str(n), str(cfg)],
-                          capture_output=True, text=True, timeout=3600)
+    done = subprocess.run(
+        [python, str(ROOT / "benchmarks" / "quix_app.py"), bootstrap, src, out, str(n), str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if done.returncode != 0:
         print(f"Quix Streams: failed: {done.stderr[-2000:]}")
         return
@@ -340,11 +387,16 @@ def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], t
     for _, value, _ in read_all(bootstrap, [out]):
         logical, record = value.split(b"\0", 1)
         ids.add(avro.decode(topics.RECORD_OF[logical.decode()], record)["event_id"])
-    print(f"Quix Streams (one process, RocksDB state with changelog topics): {secs:.1f} s, {n / secs:,.0f} records/s, "
-          f"{len(ids)} output records")
-    print("Quix outputs match qmon's" if ids == q_ids else
-          f"Quix OUTPUTS DIFFER: {len(q_ids - ids)} only in qmon, {len(ids - q_ids)} only in Quix "
-          "(the structure step sees records in repartition order, not in ts order)")
+    print(
+        f"Quix Streams (one process, RocksDB state with changelog topics): {secs:.1f} s, {n / secs:,.0f} records/s, "
+        f"{len(ids)} output records"
+    )
+    print(
+        "Quix outputs match qmon's"
+        if ids == q_ids
+        else f"Quix OUTPUTS DIFFER: {len(q_ids - ids)} only in qmon, {len(ids - q_ids)} only in Quix "
+        "(the structure step sees records in repartition order, not in ts order)"
+    )
 
 
 def main() -> int:
@@ -369,8 +421,12 @@ def main() -> int:
         broker = LocalKafka(workdir=tmp / "kafka").start()
         bootstrap = broker.bootstrap
     try:
-        spark = session("local[2]", "qmon-bench", shuffle_partitions=4,
-                        extra={"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
+        spark = session(
+            "local[2]",
+            "qmon-bench",
+            shuffle_partitions=4,
+            extra={"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"},
+        )
         if args.latency:
             latency(spark, bootstrap, args.rate, args.seconds, args.queues, tmp)
             return 0
@@ -379,20 +435,29 @@ def main() -> int:
         ensure_topics(bootstrap, 2, prefix=prefix)
         rows = workload(args.records, args.queues)
         secs = produce(bootstrap, topics.physical(topics.ACTIVITY, prefix), rows)
-        print(f"workload: {args.records} records, {args.queues} queues, 2 structures, 70/30 put/get; "
-              f"produced in {secs:.1f} s ({args.records / secs:,.0f}/s)")
+        print(
+            f"workload: {args.records} records, {args.queues} queues, 2 structures, 70/30 put/get; "
+            f"produced in {secs:.1f} s ({args.records / secs:,.0f}/s)"
+        )
         with PeakMemory() as mem:
             q_secs, q_ids, q_out, breakdown = run_qmon(spark, bootstrap, prefix, config, tmp)
-        print(f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {args.records / q_secs:,.0f} records/s, "
-              f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
-              f"Python workers {mem.py / 2**20:,.0f} MiB")
+        print(
+            f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {args.records / q_secs:,.0f} records/s, "
+            f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
+            f"Python workers {mem.py / 2**20:,.0f} MiB"
+        )
         print(f"  {breakdown}")
         b_secs, b_ids = baseline(bootstrap, prefix, config, args.records)
-        print(f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
-              f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records")
+        print(
+            f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
+            f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records"
+        )
         print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
-        print("outputs match (same event_ids)" if q_ids == b_ids else
-              f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline")
+        print(
+            "outputs match (same event_ids)"
+            if q_ids == b_ids
+            else f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline"
+        )
         if args.quix_python:
             quix(bootstrap, prefix, config, args.records, q_ids, tmp, args.quix_python)
         else:

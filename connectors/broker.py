@@ -114,9 +114,10 @@ def broker_classpath(version: str = KAFKA_VERSION) -> str:
     (work / "pom.xml").write_text(_POM.format(scala=SCALA_BINARY, version=version))
     logger.info("resolving Apache Kafka %s from Maven Central (first run only)", version)
     proc = subprocess.run(
-        [mvn, "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}",
-         "-DincludeScope=runtime"],
-        cwd=work, capture_output=True, text=True,
+        [mvn, "-q", "-B", "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}", "-DincludeScope=runtime"],
+        cwd=work,
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0 or not cp_file.exists():
         message = (
@@ -217,19 +218,29 @@ class LocalKafka:
         self._controller_port = controller_port
         config = self._write_config(controller_port)
         java = self._java()
-        base = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}",
-                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
-                "-Djava.awt.headless=true", *self.jvm_options, "-cp", classpath]
+        base = [
+            java,
+            f"-Xmx{self.heap}",
+            f"-Xms{self.heap}",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
+            "-Djava.awt.headless=true",
+            *self.jvm_options,
+            "-cp",
+            classpath,
+        ]
         if fresh:
             fmt = subprocess.run(
-                [*base, "kafka.tools.StorageTool", "format", "-t", _random_cluster_id(),
-                 "-c", str(config)], capture_output=True, text=True,
+                [*base, "kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)],
+                capture_output=True,
+                text=True,
             )
             if fmt.returncode != 0:
                 raise BrokerError(f"formatting the KRaft log dir failed: {fmt.stdout}{fmt.stderr}")
         log = open(self.log_path, "ab")
         self._proc = subprocess.Popen(
-            [*base, "kafka.Kafka", str(config)], stdout=log, stderr=subprocess.STDOUT,
+            [*base, "kafka.Kafka", str(config)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         log.close()

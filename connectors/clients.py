@@ -21,8 +21,9 @@ def producer(bootstrap: str, security: KafkaSecurity | None = None, **extra: Any
     return Producer(client_config(bootstrap, security, **{"linger.ms": 5, "acks": "all", **extra}))
 
 
-def produce_rows(bootstrap: str, rows: Iterable[tuple[str, bytes | None, bytes]],
-                 security: KafkaSecurity | None = None) -> int:
+def produce_rows(
+    bootstrap: str, rows: Iterable[tuple[str, bytes | None, bytes]], security: KafkaSecurity | None = None
+) -> int:
     """(topic, key, value) rows -> Kafka; returns how many were acknowledged."""
     p = producer(bootstrap, security)
     errors: list[str] = []
@@ -47,8 +48,16 @@ def produce_rows(bootstrap: str, rows: Iterable[tuple[str, bytes | None, bytes]]
     return count
 
 
-def send_commands(bootstrap: str, qmgr: str, commands: list[str], *, user: str | None = None,
-                  security: KafkaSecurity | None = None, ts: int | None = None, prefix: str = "qmon") -> list[str]:
+def send_commands(
+    bootstrap: str,
+    qmgr: str,
+    commands: list[str],
+    *,
+    user: str | None = None,
+    security: KafkaSecurity | None = None,
+    ts: int | None = None,
+    prefix: str = "qmon",
+) -> list[str]:
     """Publish MQSC commands to qmon.control; returns their command ids."""
     now = ts if ts is not None else int(time.time() * 1000)
     ids, rows = [], []
@@ -61,10 +70,17 @@ def send_commands(bootstrap: str, qmgr: str, commands: list[str], *, user: str |
     return ids
 
 
-def consume(bootstrap: str, topic_names: Iterable[str], *, from_beginning: bool = True,
-            timeout: float | None = 30.0, idle: float | None = None, security: KafkaSecurity | None = None,
-            stop: Callable[[str, dict[str, Any]], bool] | None = None,
-            prefix: str = "qmon") -> Iterator[tuple[str, dict[str, Any], Any]]:
+def consume(
+    bootstrap: str,
+    topic_names: Iterable[str],
+    *,
+    from_beginning: bool = True,
+    timeout: float | None = 30.0,
+    idle: float | None = None,
+    security: KafkaSecurity | None = None,
+    stop: Callable[[str, dict[str, Any]], bool] | None = None,
+    prefix: str = "qmon",
+) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """Yield (logical topic, decoded record, message) from qmon's topics (logical names given).
 
     Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record, or when
@@ -72,9 +88,15 @@ def consume(bootstrap: str, topic_names: Iterable[str], *, from_beginning: bool 
     """
     from confluent_kafka import Consumer, KafkaError
 
-    conf = client_config(bootstrap, security, **{
-        "group.id": f"qmon-cli-{uuid.uuid4()}", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest" if from_beginning else "latest"})
+    conf = client_config(
+        bootstrap,
+        security,
+        **{
+            "group.id": f"qmon-cli-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest" if from_beginning else "latest",
+        },
+    )
     c = Consumer(conf)
     logical_of = {topics.physical(t, prefix): t for t in topic_names}
     c.subscribe(list(logical_of))
@@ -111,8 +133,14 @@ def consume(bootstrap: str, topic_names: Iterable[str], *, from_beginning: bool 
         c.close()
 
 
-def wait_for_replies(bootstrap: str, command_ids: list[str], *, timeout: float = 120.0,
-                     security: KafkaSecurity | None = None, prefix: str = "qmon") -> dict[str, dict[str, Any]]:
+def wait_for_replies(
+    bootstrap: str,
+    command_ids: list[str],
+    *,
+    timeout: float = 120.0,
+    security: KafkaSecurity | None = None,
+    prefix: str = "qmon",
+) -> dict[str, dict[str, Any]]:
     """The replies to ``command_ids`` (those that arrive within ``timeout``)."""
     wanted = set(command_ids)
     replies: dict[str, dict[str, Any]] = {}
@@ -127,9 +155,16 @@ def wait_for_replies(bootstrap: str, command_ids: list[str], *, timeout: float =
     return replies
 
 
-def produce_paced(bootstrap: str, items: Iterable[Any], *, duration: float | None, stop: Any = None,
-                  security: KafkaSecurity | None = None, prefix: str = "qmon",
-                  progress: Callable[[float, int], None] | None = None) -> int:
+def produce_paced(
+    bootstrap: str,
+    items: Iterable[Any],
+    *,
+    duration: float | None,
+    stop: Any = None,
+    security: KafkaSecurity | None = None,
+    prefix: str = "qmon",
+    progress: Callable[[float, int], None] | None = None,
+) -> int:
     """Produce simulator items (``qmon.simulator.Item``) in real time: each when the wall clock reaches
     its event time.  Ends after ``duration`` seconds or when ``stop`` is set; returns the count."""
     p = producer(bootstrap, security)
@@ -150,8 +185,9 @@ def produce_paced(bootstrap: str, items: Iterable[Any], *, duration: float | Non
                     break
                 p.poll(0)
                 time.sleep(min(0.05, due - now))
-            value = item.value if isinstance(item.value, bytes) else avro.encode(
-                topics.RECORD_OF[item.topic], item.value)
+            value = (
+                item.value if isinstance(item.value, bytes) else avro.encode(topics.RECORD_OF[item.topic], item.value)
+            )
             while True:
                 try:
                     p.produce(topics.physical(item.topic, prefix), key=item.key, value=value)

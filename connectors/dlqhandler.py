@@ -117,10 +117,12 @@ class Counts:
             setattr(self, f, getattr(self, f) + getattr(other, f))
 
     def line(self, scan: int, kind: str, on_dlq: int, waiting: int) -> str:
-        return (f"dlq-handler {kind} {scan}: processed {self.processed}, forwarded {self.forwarded}, "
-                f"retried {self.retried}, discarded {self.discarded}, ignored {self.ignored}; "
-                f"{self.attempts} attempt(s), {self.failed} failed; "
-                f"{on_dlq} record(s) left on the DLQ (ignored), {waiting} waiting for a retry")
+        return (
+            f"dlq-handler {kind} {scan}: processed {self.processed}, forwarded {self.forwarded}, "
+            f"retried {self.retried}, discarded {self.discarded}, ignored {self.ignored}; "
+            f"{self.attempts} attempt(s), {self.failed} failed; "
+            f"{on_dlq} record(s) left on the DLQ (ignored), {waiting} waiting for a retry"
+        )
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -155,20 +157,45 @@ class Handler:
         self.ledger_topic = f"{self.input}.ignored"
         self.admin = AdminClient(client_config(self.bootstrap, self.security))
         self._create_ledger()
-        self.producer = Producer(client_config(
-            self.bootstrap, self.security, **{"transactional.id": f"{self.group}:{self.input}",
-                                              "enable.idempotence": True, "linger.ms": 5,
-                                              "transaction.timeout.ms": 120_000}))
+        self.producer = Producer(
+            client_config(
+                self.bootstrap,
+                self.security,
+                **{
+                    "transactional.id": f"{self.group}:{self.input}",
+                    "enable.idempotence": True,
+                    "linger.ms": 5,
+                    "transaction.timeout.ms": 120_000,
+                },
+            )
+        )
         self.producer.init_transactions(60)  # fences a previous instance and aborts its open transaction
-        self.consumer = Consumer(client_config(
-            self.bootstrap, self.security, **{"group.id": self.group, "enable.auto.commit": False,
-                                              "session.timeout.ms": 10_000,
-                                              "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                                              "max.poll.interval.ms": MAX_POLL_INTERVAL_MS}))
+        self.consumer = Consumer(
+            client_config(
+                self.bootstrap,
+                self.security,
+                **{
+                    "group.id": self.group,
+                    "enable.auto.commit": False,
+                    "session.timeout.ms": 10_000,
+                    "auto.offset.reset": "earliest",
+                    "isolation.level": "read_committed",
+                    "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+                },
+            )
+        )
         self.consumer.subscribe([self.input])
-        self.fetcher = Consumer(client_config(
-            self.bootstrap, self.security, **{"group.id": f"{self.group}-rescan-{uuid.uuid4().hex[:8]}",
-                                              "enable.auto.commit": False, "isolation.level": "read_committed"}))
+        self.fetcher = Consumer(
+            client_config(
+                self.bootstrap,
+                self.security,
+                **{
+                    "group.id": f"{self.group}-rescan-{uuid.uuid4().hex[:8]}",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                },
+            )
+        )
         self.schedule = Schedule()
         self._held: dict[str, tuple[bytes | None, bytes]] = {}  # DLQ key and value of records waiting
         self._listed: set[str] | None = None  # the topics listed in the current pass
@@ -182,8 +209,9 @@ class Handler:
 
         if self.ledger_topic in self.admin.list_topics(timeout=30).topics:
             return
-        fut = self.admin.create_topics([NewTopic(self.ledger_topic, num_partitions=1, replication_factor=1,
-                                                 config={"cleanup.policy": "compact"})])[self.ledger_topic]
+        fut = self.admin.create_topics(
+            [NewTopic(self.ledger_topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})]
+        )[self.ledger_topic]
         try:
             fut.result()
         except Exception as exc:  # noqa: BLE001
@@ -193,9 +221,17 @@ class Handler:
     def _read_ledger(self) -> dict[str, LedgerEntry]:
         from confluent_kafka import Consumer, TopicPartition
 
-        c = Consumer(client_config(self.bootstrap, self.security, **{
-            "group.id": f"{self.group}-ledger-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-            "isolation.level": "read_committed"}))
+        c = Consumer(
+            client_config(
+                self.bootstrap,
+                self.security,
+                **{
+                    "group.id": f"{self.group}-ledger-{uuid.uuid4().hex[:8]}",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                },
+            )
+        )
         try:
             low, high = c.get_watermark_offsets(TopicPartition(self.ledger_topic, 0), timeout=30)
             entries: dict[str, LedgerEntry] = {}
@@ -233,20 +269,33 @@ class Handler:
                 continue  # still nothing to do for it
             self.schedule.put(lkey, 0.0 if step.final else step.due)
 
-    def _entry(self, topic: str, partition: int, offset: int, dl: dict[str, Any] | None, adv: Advance | None,
-               seen: int | None = None) -> LedgerEntry:
+    def _entry(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        dl: dict[str, Any] | None,
+        adv: Advance | None,
+        seen: int | None = None,
+    ) -> LedgerEntry:
         header = None
         if dl is not None:
             header = {k: dl.get(k) for k in HEADER_FIELDS}
             header["put_time"] = _ms(put_seconds(dl))
         waiting = adv is not None and adv.outcome is None
         progress = adv.progress if adv is not None else Progress()
-        return LedgerEntry(topic=topic, partition=partition, offset=offset,
-                           reason=dl.get("reason_name") if dl else None,
-                           seen=seen if seen is not None else _ms(self.clock()) or 0,
-                           state="waiting" if waiting else "ignored", attempts=dict(progress.attempts),
-                           last_failure=_ms(progress.last_failure),
-                           due=_ms(adv.step.due) if waiting and adv is not None else None, header=header)
+        return LedgerEntry(
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            reason=dl.get("reason_name") if dl else None,
+            seen=seen if seen is not None else _ms(self.clock()) or 0,
+            state="waiting" if waiting else "ignored",
+            attempts=dict(progress.attempts),
+            last_failure=_ms(progress.last_failure),
+            due=_ms(adv.step.due) if waiting and adv is not None else None,
+            header=header,
+        )
 
     def _write(self, lkey: str, entry: LedgerEntry | None) -> None:
         value = None if entry is None else json.dumps(entry).encode()
@@ -269,8 +318,14 @@ class Handler:
         """One attempt, at once: it succeeds when the target topic exists (the record is written by the caller)."""
         if topic and self._topic_exists(topic):
             return True
-        logger.info("rule at line %d: %s to %s failed (attempt %d of %d): the topic does not exist",
-                    rule.line, rule.action, topic, n + 1, rule.retry)
+        logger.info(
+            "rule at line %d: %s to %s failed (attempt %d of %d): the topic does not exist",
+            rule.line,
+            rule.action,
+            topic,
+            n + 1,
+            rule.retry,
+        )
         return False
 
     def _apply(self, outcome: Outcome, dl: dict[str, Any], key: bytes | None, value: bytes, where: str) -> None:
@@ -354,7 +409,9 @@ class Handler:
             positions = self.consumer.position(self.consumer.assignment())
             self.producer.send_offsets_to_transaction(
                 [TopicPartition(p.topic, p.partition, p.offset) for p in positions if p.offset >= 0],
-                self.consumer.consumer_group_metadata(), 30)
+                self.consumer.consumer_group_metadata(),
+                30,
+            )
             self.producer.commit_transaction(60)
         except Exception:
             self.producer.abort_transaction(60)
@@ -396,8 +453,11 @@ class Handler:
                 later.append(lkey)
                 continue
             if held == "gone":
-                logger.info("%s/%s was deleted from the DLQ (retention) while it waited; its ledger entry goes",
-                            entry["topic"], lkey)
+                logger.info(
+                    "%s/%s was deleted from the DLQ (retention) while it waited; its ledger entry goes",
+                    entry["topic"],
+                    lkey,
+                )
                 work.append((lkey, entry, None, None, None))
                 continue
             where = f"{entry['topic']}/{lkey}"
@@ -420,8 +480,9 @@ class Handler:
                     self._apply(adv.outcome, dl, held[0], held[1], f"{entry['topic']}/{lkey}")
                     entries[lkey] = None
                 elif adv.made or adv.outcome is not None or entry.get("state") != "waiting":
-                    entries[lkey] = self._entry(entry["topic"], int(entry["partition"]), int(entry["offset"]), dl,
-                                                adv, seen=entry.get("seen"))
+                    entries[lkey] = self._entry(
+                        entry["topic"], int(entry["partition"]), int(entry["offset"]), dl, adv, seen=entry.get("seen")
+                    )
                 else:
                     continue  # nothing changed (not due after all)
                 self._write(lkey, entries[lkey])
@@ -472,9 +533,11 @@ class Handler:
         counts = Counts()
         busy = False
         idle_since = last_scan = self.clock()
-        self.printer(f"dlq-handler: reading {self.input} with {len(self.table.rules)} rule(s); "
-                     f"{self.ignored()} record(s) already left on the DLQ, {self.waiting()} to attempt; "
-                     f"RETRYINT {retryint} s")
+        self.printer(
+            f"dlq-handler: reading {self.input} with {len(self.table.rules)} rule(s); "
+            f"{self.ignored()} record(s) already left on the DLQ, {self.waiting()} to attempt; "
+            f"RETRYINT {retryint} s"
+        )
         try:
             while not (stop and stop()):
                 n = self.poll_batch(counts, timeout=self._poll_timeout(self.clock()))

@@ -35,8 +35,11 @@ def spark_options(bootstrap: str, security: KafkaSecurity | None = None) -> dict
         opts["kafka.security.protocol"] = security.protocol
         if security.sasl_mechanism:
             opts["kafka.sasl.mechanism"] = security.sasl_mechanism
-            module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if security.sasl_mechanism == "PLAIN"
-                      else "org.apache.kafka.common.security.scram.ScramLoginModule")
+            module = (
+                "org.apache.kafka.common.security.plain.PlainLoginModule"
+                if security.sasl_mechanism == "PLAIN"
+                else "org.apache.kafka.common.security.scram.ScramLoginModule"
+            )
             pw = security.password.get_secret_value() if security.password else ""
             opts["kafka.sasl.jaas.config"] = f'{module} required username="{security.username}" password="{pw}";'
         if security.ssl_cafile:
@@ -44,8 +47,14 @@ def spark_options(bootstrap: str, security: KafkaSecurity | None = None) -> dict
     return opts
 
 
-def ensure_topics(bootstrap: str, partitions: int = 4, security: KafkaSecurity | None = None,
-                  timeout: float = 30.0, prefix: str = "qmon", replication_factor: int = 1) -> None:
+def ensure_topics(
+    bootstrap: str,
+    partitions: int = 4,
+    security: KafkaSecurity | None = None,
+    timeout: float = 30.0,
+    prefix: str = "qmon",
+    replication_factor: int = 1,
+) -> None:
     """Create qmon's topics if absent.
 
     The input topics use broker append time (``message.timestamp.type=LogAppendTime``): the job's

@@ -7,15 +7,41 @@ from typing import Any
 from qmon.timeconv import from_ms
 
 
-def alert(eid: str, type_: str, state: str, alert_id: str, severity: str, *, structure: str,
-          ts: int, summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
-          message: str | None = None, **numbers: Any) -> dict[str, Any]:
+def alert(
+    eid: str,
+    type_: str,
+    state: str,
+    alert_id: str,
+    severity: str,
+    *,
+    structure: str,
+    ts: int,
+    summary: str,
+    action: str,
+    queue: str | None = None,
+    qmgr: str | None = None,
+    message: str | None = None,
+    **numbers: Any,
+) -> dict[str, Any]:
     """A StructureAlert record (SPEC §2); ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
-    return {"event_id": eid, "type": type_, "state": state, "alert_id": alert_id, "severity": severity,
-            "structure": structure, "queue": queue, "qmgr": qmgr, "ts": ts,
-            "usage_before_pct": numbers.get("usage_before_pct"), "usage_after_pct": numbers.get("usage_after_pct"),
-            "size_kb_before": numbers.get("size_kb_before"), "size_kb_after": numbers.get("size_kb_after"),
-            "message": message, "summary": summary, "action": action}
+    return {
+        "event_id": eid,
+        "type": type_,
+        "state": state,
+        "alert_id": alert_id,
+        "severity": severity,
+        "structure": structure,
+        "queue": queue,
+        "qmgr": qmgr,
+        "ts": ts,
+        "usage_before_pct": numbers.get("usage_before_pct"),
+        "usage_after_pct": numbers.get("usage_after_pct"),
+        "size_kb_before": numbers.get("size_kb_before"),
+        "size_kb_after": numbers.get("size_kb_after"),
+        "message": message,
+        "summary": summary,
+        "action": action,
+    }
 
 
 def iso(ms: int) -> str:

@@ -63,8 +63,7 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
 
     broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0).start()
     ensure_topics(broker.bootstrap, args.partitions)
-    print(f"Kafka broker ready: --bootstrap {broker.bootstrap}  (log: {broker.log_path}); Ctrl-C stops it",
-          flush=True)
+    print(f"Kafka broker ready: --bootstrap {broker.bootstrap}  (log: {broker.log_path}); Ctrl-C stops it", flush=True)
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     try:
@@ -89,9 +88,11 @@ def cmd_produce(args: argparse.Namespace) -> int:
     for d in encoded.dead:
         print(f"qmon produce: {args.input}: {d['error']} ({d['reason_name']}); not sent", file=sys.stderr)
     prefix = config.kafka.topic_prefix
-    n = produce_rows(_bootstrap(args, config),
-                     ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
-                     config.kafka.security)
+    n = produce_rows(
+        _bootstrap(args, config),
+        ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
+        config.kafka.security,
+    )
     print(f"qmon produce: {n} records sent", file=sys.stderr)
     return 0
 
@@ -108,8 +109,9 @@ def read_mqsc_input(args: argparse.Namespace) -> list[str]:
     return split_script(text)
 
 
-def _wait_for_joined_replies(bootstrap: str, ids: list[str], *, timeout: float, security: Any,
-                             prefix: str) -> dict[str, dict[str, Any]]:
+def _wait_for_joined_replies(
+    bootstrap: str, ids: list[str], *, timeout: float, security: Any, prefix: str
+) -> dict[str, dict[str, Any]]:
     """Like ``connectors.clients.wait_for_replies``, but a command answered in parts (``RESET
     QSTATS`` with a generic name: one reply per shard) waits for every part and joins them."""
     from connectors.clients import consume
@@ -145,10 +147,12 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
         print("qmon mqsc: no command given (argument, -f FILE or standard input)", file=sys.stderr)
         return 2
     prefix = config.kafka.topic_prefix
-    ids = send_commands(bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security,
-                        prefix=prefix)
-    replies = _wait_for_joined_replies(bootstrap, ids, timeout=args.timeout, security=config.kafka.security,
-                                       prefix=prefix)
+    ids = send_commands(
+        bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security, prefix=prefix
+    )
+    replies = _wait_for_joined_replies(
+        bootstrap, ids, timeout=args.timeout, security=config.kafka.security, prefix=prefix
+    )
     failed = 0
     for n, (cid, text) in enumerate(zip(ids, commands, strict=True), start=1):
         print(f"{n:>6} : {text}")
@@ -159,8 +163,11 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
         else:
             failed += 0 if reply["ok"] else 1
             print(reply["message"])
-    print(f"{len(commands)} MQSC commands read.\n{failed} commands have a syntax error or failed." if failed else
-          f"{len(commands)} MQSC commands read.\nAll valid MQSC commands were processed.")
+    print(
+        f"{len(commands)} MQSC commands read.\n{failed} commands have a syntax error or failed."
+        if failed
+        else f"{len(commands)} MQSC commands read.\nAll valid MQSC commands were processed."
+    )
     return 1 if failed else 0
 
 
@@ -180,13 +187,16 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
     if args.check:
         c = table.control
         wait = {True: "YES", False: "NO"}.get(c.wait, str(c.wait)) if isinstance(c.wait, bool) else str(c.wait)
-        print(f"{path}: valid. Control data: INPUTQ({c.inputq or '<the DLQ topic>'}) RETRYINT({c.retryint}) "
-              f"WAIT({wait})")
+        print(
+            f"{path}: valid. Control data: INPUTQ({c.inputq or '<the DLQ topic>'}) RETRYINT({c.retryint}) WAIT({wait})"
+        )
         for n, rule in enumerate(table.rules, start=1):
             print(f"  rule {n} (line {rule.line}): {rule.describe()}")
         if not table.rules or table.rules[-1].patterns:
-            print("  note: the last rule is not a catch-all (action only); records no rule handles stay on "
-                  "the DLQ (IGNORE). Seed 002 recommends a final ACTION(FWD) FWDQ(...) HEADER(YES).")
+            print(
+                "  note: the last rule is not a catch-all (action only); records no rule handles stay on "
+                "the DLQ (IGNORE). Seed 002 recommends a final ACTION(FWD) FWDQ(...) HEADER(YES)."
+            )
         return 0
     from connectors.dlqhandler import Handler
 
@@ -214,24 +224,36 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     t0 = int(_time.time() * 1000)
     if not args.no_setup:
         for qmgr, commands in SETUP_MQSC.items():
-            send_commands(bootstrap, qmgr, commands, user="simulate", security=config.kafka.security, ts=t0 - 1,
-                          prefix=prefix)
+            send_commands(
+                bootstrap, qmgr, commands, user="simulate", security=config.kafka.security, ts=t0 - 1, prefix=prefix
+            )
     sim = Simulator(seed=args.seed, rate=args.rate, t0=t0)
     tty = sys.stderr.isatty()
 
     def progress(elapsed: float, n: int) -> None:
-        text = (f"simulate: {elapsed:5.0f} s  {n:>8} records  {n / max(elapsed, 1e-9):7.0f}/s  "
-                f"puts {sim.stats.get('PUT', 0)}  gets {sim.stats.get('GET', 0)}  "
-                f"malformed {sim.stats.get('malformed', 0)}")
+        text = (
+            f"simulate: {elapsed:5.0f} s  {n:>8} records  {n / max(elapsed, 1e-9):7.0f}/s  "
+            f"puts {sim.stats.get('PUT', 0)}  gets {sim.stats.get('GET', 0)}  "
+            f"malformed {sim.stats.get('malformed', 0)}"
+        )
         print(("\r" + text) if tty else text, end="" if tty else "\n", file=sys.stderr, flush=True)
 
     try:
-        n = produce_paced(bootstrap, sim.items(), duration=args.duration, security=config.kafka.security,
-                          prefix=prefix, progress=progress)
+        n = produce_paced(
+            bootstrap,
+            sim.items(),
+            duration=args.duration,
+            security=config.kafka.security,
+            prefix=prefix,
+            progress=progress,
+        )
     except KeyboardInterrupt:
         n = sim.seq
-    print(f"\nsimulate: produced {n} records to {topics.physical(topics.ACTIVITY, prefix)} (seed {args.seed}); "
-          f"{sim.stats}", file=sys.stderr)
+    print(
+        f"\nsimulate: produced {n} records to {topics.physical(topics.ACTIVITY, prefix)} (seed {args.seed}); "
+        f"{sim.stats}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -245,9 +267,15 @@ def cmd_tail(args: argparse.Namespace) -> int:
     colour = sys.stdout.isatty() and not args.json
     count = 0
     try:
-        for topic, record, _msg in consume(_bootstrap(args, config), names, from_beginning=args.from_beginning,
-                                           timeout=args.timeout, idle=args.idle, security=config.kafka.security,
-                                           prefix=config.kafka.topic_prefix):
+        for topic, record, _msg in consume(
+            _bootstrap(args, config),
+            names,
+            from_beginning=args.from_beginning,
+            timeout=args.timeout,
+            idle=args.idle,
+            security=config.kafka.security,
+            prefix=config.kafka.topic_prefix,
+        ):
             if args.json:
                 rec = to_jsonable(record)
                 if topic == topics.DLQ:
@@ -280,23 +308,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="qmon", description="Real-time queue monitor and event generator "
-                                "(IBM MQ service interval and depth events, IMS CQS structures) on Kafka + Spark.")
+    p = argparse.ArgumentParser(
+        prog="qmon",
+        description="Real-time queue monitor and event generator "
+        "(IBM MQ service interval and depth events, IMS CQS structures) on Kafka + Spark.",
+    )
     p.add_argument("--log-level", default=os.environ.get("QMON_LOG_LEVEL", "INFO"))
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser, bootstrap: bool = True) -> None:
         sp.add_argument("--config", help="YAML configuration file (see README)")
         if bootstrap:
-            sp.add_argument("--bootstrap", help="Kafka bootstrap servers (default: config kafka.bootstrap, "
-                                                "or QMON_BOOTSTRAP)")
+            sp.add_argument(
+                "--bootstrap", help="Kafka bootstrap servers (default: config kafka.bootstrap, or QMON_BOOTSTRAP)"
+            )
 
     sp = sub.add_parser("run", help="run the streaming job against a Kafka cluster")
     common(sp)
     sp.add_argument("--checkpoint", help="checkpoint directory (state and offsets; keep it to restart)")
     sp.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
-    sp.add_argument("--available-now", action="store_true",
-                    help="consume what the topics hold now, then stop (Trigger.AvailableNow)")
+    sp.add_argument(
+        "--available-now",
+        action="store_true",
+        help="consume what the topics hold now, then stop (Trigger.AvailableNow)",
+    )
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("replay", help="run the pipeline once over a JSONL file of activity and commands")
@@ -352,8 +387,12 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_dlq_handler)
 
     sp = sub.add_parser("demo", help="local broker + sample workload + the job, events shown live")
-    sp.add_argument("--duration", type=float, default=None,
-                    help="stop by itself this many seconds after the workload starts, and print a summary")
+    sp.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="stop by itself this many seconds after the workload starts, and print a summary",
+    )
     sp.add_argument("--dir", help="working directory (default: a new temporary directory, removed at the end)")
     sp.add_argument("--rate", type=float, default=100.0, help="simulator records per second (default 100)")
     sp.add_argument("--seed", type=int, default=1)
@@ -363,8 +402,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:

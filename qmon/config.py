@@ -27,9 +27,23 @@ class ConfigError(ValueError):
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?|m|minutes?|h|hours?|d|days?)\s*$")
-_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "second": 1000, "seconds": 1000,
-            "m": 60_000, "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000,
-            "hours": 3_600_000, "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+_UNIT_MS = {
+    "ms": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "m": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
+}
 
 
 def duration_ms(value: Any) -> int:
@@ -67,8 +81,9 @@ class KafkaSecurity(_Model):
 
 class KafkaConfig(_Model):
     bootstrap: str = "127.0.0.1:9092"
-    topic_prefix: str = Field("qmon", pattern=r"^[A-Za-z0-9._-]{1,200}$",
-                              description="qmon.activity becomes <prefix>.activity, and so on")
+    topic_prefix: str = Field(
+        "qmon", pattern=r"^[A-Za-z0-9._-]{1,200}$", description="qmon.activity becomes <prefix>.activity, and so on"
+    )
     partitions: int = Field(4, ge=1, le=1024, description="partitions of the topics qmon creates")
     security: KafkaSecurity = KafkaSecurity()
 
@@ -131,8 +146,10 @@ class MonitorConfig(_Model):
     dedup_max: int = Field(256, ge=1, le=1_000_000)
     queue_ttl: str = "7 days"
     journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
-    stall_clear_hold: str = Field("30 seconds", description="QUEUE_STALLED resolves once the queue has been "
-                                  "served within QSVCINT (or emptied) for this long")
+    stall_clear_hold: str = Field(
+        "30 seconds",
+        description="QUEUE_STALLED resolves once the queue has been served within QSVCINT (or emptied) for this long",
+    )
 
     @field_validator("perfmev", mode="before")
     @classmethod
@@ -149,8 +166,10 @@ class MonitorConfig(_Model):
 class StructureConfig(_Model):
     """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (SPEC §5.1); sizes in KB."""
 
-    strname: str = Field(pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$",
-                         description="CF list structure name: 1-16 characters, upper case, starting with a letter")
+    strname: str = Field(
+        pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$",
+        description="CF list structure name: 1-16 characters, upper case, starting with a letter",
+    )
     size: int = Field(ge=1, description="SIZE in the CFRM policy: the most an alter can grow it to (KB)")
     initsize: int | None = Field(None, ge=1, description="INITSIZE in the CFRM policy (KB); default SIZE")
     ovflwmax: int = Field(70, ge=21, le=100, description="OVFLWMAX: usage % that triggers alter / overflow")
@@ -160,8 +179,13 @@ class StructureConfig(_Model):
     lgmsgsz: int = Field(4096, ge=512, description="bytes of a long message kept on its ready queue")
     overflow_scan_interval: str = "15 minutes"
     type: Literal["msgq", "resource"] = "msgq"
-    clear_margin: int = Field(5, ge=0, le=50, description="points below FULLTHRESHOLD (near full) or 100% (full) "
-                              "that usage must fall before the alert resolves ...")
+    clear_margin: int = Field(
+        5,
+        ge=0,
+        le=50,
+        description="points below FULLTHRESHOLD (near full) or 100% (full) "
+        "that usage must fall before the alert resolves ...",
+    )
     clear_hold: str = Field("30 seconds", description="... and how long (event time) it must stay there")
 
     @field_validator("strname", "ovflwstr", mode="before")
@@ -185,21 +209,35 @@ class StructureConfig(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> "StructureConfig":
         if self.initsize is not None and self.initsize > self.size:
-            raise ValueError(f"initsize ({self.initsize} KB) is larger than size ({self.size} KB); "
-                             "INITSIZE must not exceed SIZE")
+            raise ValueError(
+                f"initsize ({self.initsize} KB) is larger than size ({self.size} KB); INITSIZE must not exceed SIZE"
+            )
         if self.ovflwstr and not self.ovflwsize:
             raise ValueError(f"ovflwstr {self.ovflwstr} needs ovflwsize (its SIZE in KB)")
         if self.ovflwsize and not self.ovflwstr:
             raise ValueError("ovflwsize is set but ovflwstr (the overflow structure's name) is not")
         if self.clear_margin >= self.fullthreshold:
-            raise ValueError(f"clear_margin ({self.clear_margin}) must be smaller than fullthreshold "
-                             f"({self.fullthreshold}): STRUCTURE_NEAR_FULL resolves below fullthreshold - clear_margin")
+            raise ValueError(
+                f"clear_margin ({self.clear_margin}) must be smaller than fullthreshold "
+                f"({self.fullthreshold}): STRUCTURE_NEAR_FULL resolves below fullthreshold - clear_margin"
+            )
         return self
 
     def definition(self) -> StructureDef:
-        return StructureDef(self.strname, self.size, self.initsize, self.ovflwmax, self.ovflwstr, self.ovflwsize,
-                            self.fullthreshold, self.lgmsgsz, duration_ms(self.overflow_scan_interval),
-                            self.type == "resource", self.clear_margin, duration_ms(self.clear_hold))
+        return StructureDef(
+            self.strname,
+            self.size,
+            self.initsize,
+            self.ovflwmax,
+            self.ovflwstr,
+            self.ovflwsize,
+            self.fullthreshold,
+            self.lgmsgsz,
+            duration_ms(self.overflow_scan_interval),
+            self.type == "resource",
+            self.clear_margin,
+            duration_ms(self.clear_hold),
+        )
 
 
 class ExitRuleConfig(_Model):
@@ -244,9 +282,12 @@ class Config(_Model):
             exit_ = OverflowExit(callable_path=self.overflow_exit)
         else:
             exit_ = OverflowExit(rules=tuple(ExitRule(r.queue, r.decision) for r in self.overflow_exit or ()))
-        return StructureSettings(tuple(s.definition() for s in self.structures), exit_,
-                                 dedup_window_ms=duration_ms(self.monitor.dedup_window),
-                                 dedup_max=self.monitor.dedup_max)
+        return StructureSettings(
+            tuple(s.definition() for s in self.structures),
+            exit_,
+            dedup_window_ms=duration_ms(self.monitor.dedup_window),
+            dedup_max=self.monitor.dedup_max,
+        )
 
     def monitor_settings(self) -> MonitorSettings:
         return MonitorSettings(
@@ -336,8 +377,9 @@ def _with_definitions(path: Path, doc: dict) -> dict:
         try:
             texts[key] = (file, file.read_text())
         except OSError as exc:
-            raise ConfigError(f"{path}: line {src['__lines__'][key]}: structures_from.{key}: cannot read {file}: "
-                              f"{exc.strerror}") from None
+            raise ConfigError(
+                f"{path}: line {src['__lines__'][key]}: structures_from.{key}: cannot read {file}: {exc.strerror}"
+            ) from None
     try:
         cqssg = parse_cqssg(texts["cqssg"][1])
     except DefinitionError as exc:
@@ -348,8 +390,9 @@ def _with_definitions(path: Path, doc: dict) -> dict:
     except DefinitionError as exc:
         raise ConfigError(f"{texts['cqssg'][0]} / {texts['cfrm'][0]}: {exc}") from None
     doc = dict(doc)
-    doc["structures"] = _LinedList([*(doc.get("structures") or []), *merged],
-                                   [*getattr(doc.get("structures"), "lines", []), *[line] * len(merged)])
+    doc["structures"] = _LinedList(
+        [*(doc.get("structures") or []), *merged], [*getattr(doc.get("structures"), "lines", []), *[line] * len(merged)]
+    )
     return doc
 
 

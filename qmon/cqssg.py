@@ -26,8 +26,12 @@ class DefinitionError(ValueError):
 
 def _statements(text: str) -> list[tuple[int, str]]:
     """(first line, text) of each STRUCTURE statement, comments removed, lines joined."""
-    text = re.sub(r"/\*.*?\*/", lambda m: " " * len(m.group(0).replace("\n", "")) + "\n" * m.group(0).count("\n"),
-                  text, flags=re.S)
+    text = re.sub(
+        r"/\*.*?\*/",
+        lambda m: " " * len(m.group(0).replace("\n", "")) + "\n" * m.group(0).count("\n"),
+        text,
+        flags=re.S,
+    )
     out: list[tuple[int, str]] = []
     current: list[str] | None = None
     start = 0

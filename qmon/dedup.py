@@ -44,7 +44,7 @@ def unpack(packed: Packed) -> dict[str, int]:
     out: dict[str, int] = {}
     pos = 0
     for n, ts in zip(lengths, stamps, strict=True):
-        out[joined[pos:pos + n]] = ts
+        out[joined[pos : pos + n]] = ts
         pos += n
     return out
 

@@ -55,16 +55,28 @@ class View:
             self.depth[key] = self.depth.get(key, 0) + (1 if rec["op"] == "PUT" else -1)
             mon = self.mirror.get(rec.get("structure") or "")
             if mon is not None:
-                mon.on_activity(Op(rec["event_id"], rec["qmgr"], rec["queue"], rec["op"], rec["ts"],
-                                   rec.get("msg_bytes")))
+                mon.on_activity(
+                    Op(rec["event_id"], rec["qmgr"], rec["queue"], rec["op"], rec["ts"], rec.get("msg_bytes"))
+                )
 
     def on_output(self, topic: str, record: dict[str, Any], text: str) -> None:
         from qmon import topics
 
         with self.lock:
-            self.counts[str(record.get("type") or ("DEAD_LETTER" if topic == topics.DLQ else
-                                                   "OVERFLOW_CANDIDATES" if topic == topics.OVERFLOW else
-                                                   "WORK_AVAILABLE" if topic == topics.NOTIFY else topic))] += 1
+            self.counts[
+                str(
+                    record.get("type")
+                    or (
+                        "DEAD_LETTER"
+                        if topic == topics.DLQ
+                        else "OVERFLOW_CANDIDATES"
+                        if topic == topics.OVERFLOW
+                        else "WORK_AVAILABLE"
+                        if topic == topics.NOTIFY
+                        else topic
+                    )
+                )
+            ] += 1
             if record.get("state") in ("FIRING", "RESOLVED") and record.get("alert_id"):
                 self.episodes[str(record["type"])].add(str(record["alert_id"]))
                 if record["state"] == "FIRING":
@@ -129,8 +141,10 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
         broker.start()
         bootstrap = broker.bootstrap
         ensure_topics(bootstrap, config.kafka.partitions)
-        print(f"qmon demo: broker on {bootstrap}; starting the qmon job (Spark; the first start takes a while)",
-              flush=True)
+        print(
+            f"qmon demo: broker on {bootstrap}; starting the qmon job (Spark; the first start takes a while)",
+            flush=True,
+        )
         spark = session(config.job.master, "qmon-demo", shuffle_partitions=config.job.shuffle_partitions)
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))
         t0 = int(time.time() * 1000)

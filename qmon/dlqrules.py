@@ -58,8 +58,21 @@ from qmon import topics
 from qmon.reasons import CODE as QMON_CODES
 
 CONTROL_KEYWORDS = ("INPUTQ", "INPUTQM", "RETRYINT", "WAIT")
-PATTERN_KEYWORDS = ("APPLIDAT", "APPLNAME", "APPLTYPE", "DESTQ", "DESTQM", "FEEDBACK", "FORMAT", "MSGTYPE",
-                    "PERSIST", "REASON", "REPLYQ", "REPLYQM", "USERID")
+PATTERN_KEYWORDS = (
+    "APPLIDAT",
+    "APPLNAME",
+    "APPLTYPE",
+    "DESTQ",
+    "DESTQM",
+    "FEEDBACK",
+    "FORMAT",
+    "MSGTYPE",
+    "PERSIST",
+    "REASON",
+    "REPLYQ",
+    "REPLYQM",
+    "USERID",
+)
 ACTION_KEYWORDS = ("ACTION", "FWDQ", "FWDQM", "HEADER", "PUTAUT", "RETRY")
 ACTIONS = ("DISCARD", "IGNORE", "RETRY", "FWD")
 #: Keywords whose unquoted values keep their case: they name Kafka topics, and topic names are
@@ -73,20 +86,39 @@ MAX_RETRY = 999_999_999
 
 #: MQ reason codes a rule may name by symbol (those a qmon user is likely to meet).
 MQRC: dict[str, int] = {
-    "MQRC_NONE": 0, "MQRC_PUT_INHIBITED": 2051, "MQRC_Q_FULL": 2053, "MQRC_Q_SPACE_NOT_AVAILABLE": 2056,
-    "MQRC_MSG_TOO_BIG_FOR_Q": 2030, "MQRC_NOT_AUTHORIZED": 2035, "MQRC_UNKNOWN_OBJECT_NAME": 2085,
-    "MQRC_Q_MGR_NOT_AVAILABLE": 2059, "MQRC_Q_DEPTH_HIGH": 2224, "MQRC_Q_DEPTH_LOW": 2225,
-    "MQRC_Q_SERVICE_INTERVAL_HIGH": 2226, "MQRC_Q_SERVICE_INTERVAL_OK": 2227, "MQRC_FORMAT_ERROR": 2110,
-    "MQRC_NOT_CONVERTED": 2119, "MQRC_UNKNOWN_REMOTE_Q_MGR": 2087, "MQRC_STORAGE_MEDIUM_FULL": 2192,
+    "MQRC_NONE": 0,
+    "MQRC_PUT_INHIBITED": 2051,
+    "MQRC_Q_FULL": 2053,
+    "MQRC_Q_SPACE_NOT_AVAILABLE": 2056,
+    "MQRC_MSG_TOO_BIG_FOR_Q": 2030,
+    "MQRC_NOT_AUTHORIZED": 2035,
+    "MQRC_UNKNOWN_OBJECT_NAME": 2085,
+    "MQRC_Q_MGR_NOT_AVAILABLE": 2059,
+    "MQRC_Q_DEPTH_HIGH": 2224,
+    "MQRC_Q_DEPTH_LOW": 2225,
+    "MQRC_Q_SERVICE_INTERVAL_HIGH": 2226,
+    "MQRC_Q_SERVICE_INTERVAL_OK": 2227,
+    "MQRC_FORMAT_ERROR": 2110,
+    "MQRC_NOT_CONVERTED": 2119,
+    "MQRC_UNKNOWN_REMOTE_Q_MGR": 2087,
+    "MQRC_STORAGE_MEDIUM_FULL": 2192,
     "MQFB_APPL_FIRST": 65536,
 }
-_NUMERIC = {"REASON": {**MQRC, **QMON_CODES},
-            "FEEDBACK": {"MQFB_NONE": 0, "MQFB_EXPIRATION": 258, "MQFB_COA": 259, "MQFB_COD": 260,
-                         "MQFB_QUIT": 256, "MQFB_APPL_FIRST": 65536, **QMON_CODES},
-            "MSGTYPE": {"MQMT_REQUEST": 1, "MQMT_REPLY": 2, "MQMT_DATAGRAM": 8, "MQMT_REPORT": 4},
-            "PERSIST": {"MQPER_NOT_PERSISTENT": 0, "MQPER_PERSISTENT": 1},
-            "APPLTYPE": {"MQAT_UNKNOWN": -1, "MQAT_NO_CONTEXT": 0, "MQAT_UNIX": 6, "MQAT_JAVA": 28,
-                         "MQAT_DEFAULT": 6}}
+_NUMERIC = {
+    "REASON": {**MQRC, **QMON_CODES},
+    "FEEDBACK": {
+        "MQFB_NONE": 0,
+        "MQFB_EXPIRATION": 258,
+        "MQFB_COA": 259,
+        "MQFB_COD": 260,
+        "MQFB_QUIT": 256,
+        "MQFB_APPL_FIRST": 65536,
+        **QMON_CODES,
+    },
+    "MSGTYPE": {"MQMT_REQUEST": 1, "MQMT_REPLY": 2, "MQMT_DATAGRAM": 8, "MQMT_REPORT": 4},
+    "PERSIST": {"MQPER_NOT_PERSISTENT": 0, "MQPER_PERSISTENT": 1},
+    "APPLTYPE": {"MQAT_UNKNOWN": -1, "MQAT_NO_CONTEXT": 0, "MQAT_UNIX": 6, "MQAT_JAVA": 28, "MQAT_DEFAULT": 6},
+}
 
 
 class RulesError(ValueError):
@@ -95,8 +127,9 @@ class RulesError(ValueError):
     def __init__(self, source: str, errors: list[str]):
         self.source = source
         self.errors = errors
-        super().__init__(f"{source}: {len(errors)} error(s) in the rules table:\n" + "\n".join(
-            f"{source}: {e}" for e in errors))
+        super().__init__(
+            f"{source}: {len(errors)} error(s) in the rules table:\n" + "\n".join(f"{source}: {e}" for e in errors)
+        )
 
 
 @dataclass(frozen=True)
@@ -234,9 +267,12 @@ def _tokens(entry: str) -> tuple[list[_Token], str | None]:
             value = value[1:-1].replace("''", "'")
         out.append(_Token(kw, value, quoted))
         pos = m.end()
-        nxt = entry[pos:pos + 1]
+        nxt = entry[pos : pos + 1]
         if nxt and nxt not in " ,":
-            return out, f"after {kw}: unexpected {entry[pos:].strip()[:30]!r} (missing blank or unbalanced parenthesis?)"
+            return (
+                out,
+                f"after {kw}: unexpected {entry[pos:].strip()[:30]!r} (missing blank or unbalanced parenthesis?)",
+            )
     return out, None
 
 
@@ -247,8 +283,10 @@ def _number(kw: str, value: str) -> int:
     table = _NUMERIC.get(kw, {})
     if v in table:
         return table[v]
-    raise ValueError(f"{kw}({value}): not a number or a known symbol" + (
-        f" (for example {', '.join(list(table)[:3])})" if table else ""))
+    raise ValueError(
+        f"{kw}({value}): not a number or a known symbol"
+        + (f" (for example {', '.join(list(table)[:3])})" if table else "")
+    )
 
 
 # ---------------------------------------------------------------- parsing
@@ -283,8 +321,11 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
                 bad = True
             elif value == "" or (not tok.quoted and not value.strip()):
                 shown = f"{kw}('')" if tok.quoted else f"{kw}()"
-                hint = (f"write {kw}(*) to match anything or {kw}(' ') for a blank" if kw in PATTERN_KEYWORDS
-                        else "give it a value or leave the keyword out")
+                hint = (
+                    f"write {kw}(*) to match anything or {kw}(' ') for a blank"
+                    if kw in PATTERN_KEYWORDS
+                    else "give it a value or leave the keyword out"
+                )
                 msg = f"line {line}: {shown}: a value needs at least one significant character; {hint}"
                 errors.append(msg)
                 bad = True
@@ -301,8 +342,10 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
         if ctl:
             other = [k for k in seen if k not in CONTROL_KEYWORDS]
             if other:
-                errors.append(f"line {line}: control data ({', '.join(ctl)}) cannot be mixed with rule keywords "
-                              f"({', '.join(other)}); put the control data entry on its own, first")
+                errors.append(
+                    f"line {line}: control data ({', '.join(ctl)}) cannot be mixed with rule keywords "
+                    f"({', '.join(other)}); put the control data entry on its own, first"
+                )
             elif index != 0 or control is not None:
                 errors.append(f"line {line}: control data must be the first entry of the table")
             else:
@@ -318,8 +361,10 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
     if rule_entries == 0:
         last = max(1, len(text.splitlines()))
         what = "only control data" if control is not None or errors else "only comments and blank lines"
-        errors.append(f"line {last}: end of the table, and no rule ({what}): a rules table needs at least one "
-                      f"rule, e.g. the catch-all seed 002 recommends, ACTION(FWD) FWDQ(topic) HEADER(YES)")
+        errors.append(
+            f"line {last}: end of the table, and no rule ({what}): a rules table needs at least one "
+            f"rule, e.g. the catch-all seed 002 recommends, ACTION(FWD) FWDQ(topic) HEADER(YES)"
+        )
     if errors:
         raise RulesError(source, errors)
     return RulesTable(control or Control(), _keyed(rules))
@@ -331,8 +376,20 @@ def _keyed(rules: list[Rule]) -> tuple[Rule, ...]:
     copies: dict[str, int] = {}
     for r in rules:
         n = copies[r.identity] = copies.get(r.identity, 0) + 1
-        out.append(Rule(r.line, r.patterns, r.action, r.fwdq, r.fwdqm, r.header, r.putaut, r.retry, r.text,
-                        r.identity if n == 1 else f"{r.identity} #{n}"))
+        out.append(
+            Rule(
+                r.line,
+                r.patterns,
+                r.action,
+                r.fwdq,
+                r.fwdqm,
+                r.header,
+                r.putaut,
+                r.retry,
+                r.text,
+                r.identity if n == 1 else f"{r.identity} #{n}",
+            )
+        )
     return tuple(out)
 
 
@@ -342,8 +399,10 @@ def _control(kws: dict[str, str | None]) -> Control:
     if "RETRYINT" in kws:
         v = (kws["RETRYINT"] or "").strip()
         if not v.isdigit() or int(v) < 1:
-            raise ValueError(f"RETRYINT({v}): the retry interval is a whole number of seconds, at least 1 (0 would "
-                             "make every attempt of a RETRY(n) rule at once)")
+            raise ValueError(
+                f"RETRYINT({v}): the retry interval is a whole number of seconds, at least 1 (0 would "
+                "make every attempt of a RETRY(n) rule at once)"
+            )
         retryint = int(v)
     if "WAIT" in kws:
         v = (kws["WAIT"] or "").strip().upper()
@@ -355,8 +414,9 @@ def _control(kws: dict[str, str | None]) -> Control:
             wait = int(v)
         else:
             raise ValueError(f"WAIT({v}): expected YES, NO or a number of seconds")
-    return Control((kws.get("INPUTQ") or "").strip() or None, (kws.get("INPUTQM") or "").strip() or None,
-                   retryint, wait)
+    return Control(
+        (kws.get("INPUTQ") or "").strip() or None, (kws.get("INPUTQM") or "").strip() or None, retryint, wait
+    )
 
 
 def _case_trap(kw: str, written: str, pattern: str) -> str | None:
@@ -368,8 +428,10 @@ def _case_trap(kw: str, written: str, pattern: str) -> str | None:
     if not near:
         return None
     example = written if any(fnmatch.fnmatchcase(v, written) for v in known) else near[0]
-    return (f"{kw}({written}): an unquoted value is folded to upper case, and {pattern} matches none of the values "
-            f"qmon writes there ({', '.join(known)}); quote it to keep its case: {kw}('{example}')")
+    return (
+        f"{kw}({written}): an unquoted value is folded to upper case, and {pattern} matches none of the values "
+        f"qmon writes there ({', '.join(known)}); quote it to keep its case: {kw}('{example}')"
+    )
 
 
 def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str) -> Rule:
@@ -387,8 +449,10 @@ def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str)
             if value.strip() == "*":
                 patterns[kw] = "*"
             elif any(c in value for c in "*?"):
-                raise ValueError(f"{kw}({raw[kw]}): a numeric value cannot hold a wildcard; write {kw}(*) to match "
-                                 f"any value, or a number or symbol")
+                raise ValueError(
+                    f"{kw}({raw[kw]}): a numeric value cannot hold a wildcard; write {kw}(*) to match "
+                    f"any value, or a number or symbol"
+                )
             else:
                 patterns[kw] = _number(kw, value)
         else:
@@ -422,13 +486,13 @@ def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str)
     if fwdq is not None:
         fwdq = re.sub("&DESTQ", "&DESTQ", fwdq.strip(), flags=re.IGNORECASE)
         if re.search("&REPLYQ", fwdq, flags=re.IGNORECASE):
-            raise ValueError(f"FWDQ({raw['FWDQ']}): &REPLYQ cannot be resolved: dead letters have no reply-to field "
-                             f"(qmon's DeadLetter record carries no ReplyToQ); name a topic, or use &DESTQ")
+            raise ValueError(
+                f"FWDQ({raw['FWDQ']}): &REPLYQ cannot be resolved: dead letters have no reply-to field "
+                f"(qmon's DeadLetter record carries no ReplyToQ); name a topic, or use &DESTQ"
+            )
         if not re.fullmatch(r"(&DESTQ|[A-Za-z0-9._-])+", fwdq):
-            raise ValueError(f"FWDQ({raw['FWDQ']}): not a valid topic name (letters, digits, '.', '_', '-', "
-                             f"or &DESTQ)")
-    return Rule(line, patterns, action, fwdq or None, kws.get("FWDQM"), header, putaut, retry,
-                " ".join(text.split()))
+            raise ValueError(f"FWDQ({raw['FWDQ']}): not a valid topic name (letters, digits, '.', '_', '-', or &DESTQ)")
+    return Rule(line, patterns, action, fwdq or None, kws.get("FWDQM"), header, putaut, retry, " ".join(text.split()))
 
 
 # ---------------------------------------------------------------- the handler's schedule (pure: time is an argument)
@@ -546,8 +610,13 @@ def failed(progress: Progress, step: Step, now: float) -> Progress:
     return Progress(attempts, now)
 
 
-def advance(table: RulesTable, dead_letter: Mapping[str, Any], progress: Progress, now: float,
-            attempt: Callable[[Rule, str | None, int], bool]) -> Advance:
+def advance(
+    table: RulesTable,
+    dead_letter: Mapping[str, Any],
+    progress: Progress,
+    now: float,
+    attempt: Callable[[Rule, str | None, int], bool],
+) -> Advance:
     """Make every attempt for ``dead_letter`` that is due at ``now``, in the rules' order.
 
     ``attempt(rule, topic, n)`` makes attempt ``n`` (0-based) of a FWD or RETRY rule, at once,
@@ -572,8 +641,9 @@ def advance(table: RulesTable, dead_letter: Mapping[str, Any], progress: Progres
         progress = failed(progress, step, now)
 
 
-def decide(table: RulesTable, dead_letter: Mapping[str, Any],
-           attempt: Callable[[Rule, str | None, int], bool]) -> Outcome:
+def decide(
+    table: RulesTable, dead_letter: Mapping[str, Any], attempt: Callable[[Rule, str | None, int], bool]
+) -> Outcome:
     """The whole decision with every attempt made at once, whatever RETRYINT says (the handler itself
     uses ``advance`` and waits for each attempt's due time without blocking other records)."""
     result = advance(table, dead_letter, Progress(), math.inf, attempt)

@@ -168,16 +168,29 @@ class Registry:
         sharers = self.lterm_sharers(pattern, client)
         if not sharers:
             return ""
-        what = (f"{pattern} covers LTERM ready queues (type {LTERM_READY}) in which"
-                if generic(pattern) else f"{pattern} is an LTERM ready queue (type {LTERM_READY}) in which")
+        what = (
+            f"{pattern} covers LTERM ready queues (type {LTERM_READY}) in which"
+            if generic(pattern)
+            else f"{pattern} is an LTERM ready queue (type {LTERM_READY}) in which"
+        )
         who = listing([f"{c} ({name})" for c, name in sharers])
-        return (f" Warning: {what} other clients already have interest registered: {who}. Only one IMS "
-                "of a shared-queues group should register interest in an LTERM's output queue; every "
-                "registered client is told of the same work.")
+        return (
+            f" Warning: {what} other clients already have interest registered: {who}. Only one IMS "
+            "of a shared-queues group should register interest in an LTERM's output queue; every "
+            "registered client is told of the same work."
+        )
 
 
-def work_available(qmgr: str, queue: str, client: str, depth: int, ts: int, source: str) -> tuple[str, str, dict[str, Any]]:
+def work_available(
+    qmgr: str, queue: str, client: str, depth: int, ts: int, source: str
+) -> tuple[str, str, dict[str, Any]]:
     """(topic, key, WorkAvailable record); the event_id derives from the input that caused it."""
-    record = {"event_id": event_id("notify", qmgr, queue, client, source), "client": client, "qmgr": qmgr,
-              "queue": queue, "depth": depth, "ts": ts}
+    record = {
+        "event_id": event_id("notify", qmgr, queue, client, source),
+        "client": client,
+        "qmgr": qmgr,
+        "queue": queue,
+        "depth": depth,
+        "ts": ts,
+    }
     return topics.NOTIFY, f"{qmgr}/{queue}", record

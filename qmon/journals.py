@@ -143,13 +143,34 @@ class JournalMonitor:
         if any("/" not in k for k in state):
             _migrate(state)
 
-    def _emit(self, s: JournalStatus, type_: str, state: str, alert_id: str, severity: str, *, summary: str,
-              action: str, message: str | None = None) -> tuple[str, str, dict[str, Any]]:
+    def _emit(
+        self,
+        s: JournalStatus,
+        type_: str,
+        state: str,
+        alert_id: str,
+        severity: str,
+        *,
+        summary: str,
+        action: str,
+        message: str | None = None,
+    ) -> tuple[str, str, dict[str, Any]]:
         journal = journal_name(s.library, s.attached)
-        rec = alert(event_id("journal", self.qmgr, s.library, type_, state, alert_id, s.event_id), type_, state,
-                    alert_id, severity, structure=journal, qmgr=self.qmgr, ts=s.ts, summary=summary,
-                    action=action, message=message, size_kb_after=s.size_kb,
-                    usage_after_pct=round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else None)
+        rec = alert(
+            event_id("journal", self.qmgr, s.library, type_, state, alert_id, s.event_id),
+            type_,
+            state,
+            alert_id,
+            severity,
+            structure=journal,
+            qmgr=self.qmgr,
+            ts=s.ts,
+            summary=summary,
+            action=action,
+            message=message,
+            size_kb_after=s.size_kb,
+            usage_after_pct=round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else None,
+        )
         return topics.STRUCTURE, f"{self.qmgr}/{s.library}", rec
 
     def on_status(self, s: JournalStatus) -> list[tuple[str, str, dict[str, Any]]]:
@@ -157,19 +178,27 @@ class JournalMonitor:
         jrn = journal.split("/", 1)[1]  # AMQxJRN
         j = self.state.get(journal)
         if j is None:
-            j = self.state[journal] = {"attached": None, "ts": None, "near": None, "blocked": None,
-                                       "exhausted": None}
+            j = self.state[journal] = {"attached": None, "ts": None, "near": None, "blocked": None, "exhausted": None}
         if j["ts"] is not None and s.ts < j["ts"]:
             return []  # stale
         j["ts"] = s.ts
         out = []
         lib = s.library
         if j["attached"] is not None and j["attached"] != s.attached:
-            out.append(self._emit(
-                s, "RECEIVER_SWITCHED", "INFO", event_id("switch", self.qmgr, lib, j["attached"], s.attached), "INFO",
-                summary=(f"Journal {jrn} of {self.qmgr} (library {lib}) switched from receiver {j['attached']} "
-                         f"to {s.attached}."),
-                action="None. Save and delete detached receivers that are no longer needed."))
+            out.append(
+                self._emit(
+                    s,
+                    "RECEIVER_SWITCHED",
+                    "INFO",
+                    event_id("switch", self.qmgr, lib, j["attached"], s.attached),
+                    "INFO",
+                    summary=(
+                        f"Journal {jrn} of {self.qmgr} (library {lib}) switched from receiver {j['attached']} "
+                        f"to {s.attached}."
+                    ),
+                    action="None. Save and delete detached receivers that are no longer needed.",
+                )
+            )
         j["attached"] = s.attached
 
         # near threshold
@@ -177,19 +206,37 @@ class JournalMonitor:
         pct = round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else 0.0
         if near and j["near"] is None:
             j["near"] = event_id("near", self.qmgr, lib, s.attached)
-            out.append(self._emit(
-                s, "RECEIVER_NEAR_THRESHOLD", "FIRING", j["near"], "WARNING",
-                summary=(f"Journal receiver {lib}/{s.attached} of {self.qmgr} is {s.size_kb} KB, {pct}% of its "
-                         f"threshold of {s.threshold_kb} KB; the system switches to {next_name(s.attached)} "
-                         "when it passes the threshold."),
-                action=(f"Check that {next_name(s.attached)} does not already exist in {lib} (WRKJRNRCV), so the "
-                        "automatic switch can happen, and that the ASP has room for the new receiver.")))
+            out.append(
+                self._emit(
+                    s,
+                    "RECEIVER_NEAR_THRESHOLD",
+                    "FIRING",
+                    j["near"],
+                    "WARNING",
+                    summary=(
+                        f"Journal receiver {lib}/{s.attached} of {self.qmgr} is {s.size_kb} KB, {pct}% of its "
+                        f"threshold of {s.threshold_kb} KB; the system switches to {next_name(s.attached)} "
+                        "when it passes the threshold."
+                    ),
+                    action=(
+                        f"Check that {next_name(s.attached)} does not already exist in {lib} (WRKJRNRCV), so the "
+                        "automatic switch can happen, and that the ASP has room for the new receiver."
+                    ),
+                )
+            )
         elif not near and j["near"] is not None:
             aid, j["near"] = j["near"], None
-            out.append(self._emit(
-                s, "RECEIVER_NEAR_THRESHOLD", "RESOLVED", aid, "INFO",
-                summary=f"Journal receiver {lib}/{s.attached} of {self.qmgr} is below {self.near_pct}% of its threshold.",
-                action="None."))
+            out.append(
+                self._emit(
+                    s,
+                    "RECEIVER_NEAR_THRESHOLD",
+                    "RESOLVED",
+                    aid,
+                    "INFO",
+                    summary=f"Journal receiver {lib}/{s.attached} of {self.qmgr} is below {self.near_pct}% of its threshold.",
+                    action="None.",
+                )
+            )
 
         # switch blocked / name space exhausted
         nxt = next_name(s.attached)
@@ -199,37 +246,73 @@ class JournalMonitor:
         if blocked and j["blocked"] is None:
             j["blocked"] = event_id("blocked", self.qmgr, lib, s.attached)
             free = first_free(s.attached, present) or "AMQ" + s.attached[3] + "rnnnnn"
-            out.append(self._emit(
-                s, "SWITCH_BLOCKED", "FIRING", j["blocked"], "CRITICAL",
-                message=f"CPI70E3 Journal receiver {nxt} already exists in library {lib}; automatic change stopped",
-                summary=(f"Receiver {lib}/{nxt}, the next name after the attached {s.attached}, already exists: "
-                         f"IBM i stops automatic receiver switching for journal {jrn} of {self.qmgr}, and "
-                         f"{s.attached} keeps growing past its threshold of {s.threshold_kb} KB."),
-                action=(f"Investigate why {nxt} exists (a restored receiver?). Then create and attach a new receiver "
+            out.append(
+                self._emit(
+                    s,
+                    "SWITCH_BLOCKED",
+                    "FIRING",
+                    j["blocked"],
+                    "CRITICAL",
+                    message=f"CPI70E3 Journal receiver {nxt} already exists in library {lib}; automatic change stopped",
+                    summary=(
+                        f"Receiver {lib}/{nxt}, the next name after the attached {s.attached}, already exists: "
+                        f"IBM i stops automatic receiver switching for journal {jrn} of {self.qmgr}, and "
+                        f"{s.attached} keeps growing past its threshold of {s.threshold_kb} KB."
+                    ),
+                    action=(
+                        f"Investigate why {nxt} exists (a restored receiver?). Then create and attach a new receiver "
                         f"by hand: CRTJRNRCV JRNRCV({lib}/{free}) THRESHOLD({s.threshold_kb}) "
                         f"TEXT('MQM LOCAL JOURNAL RECEIVER'); CHGOBJOWN OBJ({lib}/{free}) OBJTYPE(*JRNRCV) "
-                        f"NEWOWN(QMQM); CHGJRN JRN({journal}) JRNRCV({lib}/{free}).")))
+                        f"NEWOWN(QMQM); CHGJRN JRN({journal}) JRNRCV({lib}/{free})."
+                    ),
+                )
+            )
         elif not blocked and j["blocked"] is not None:
             aid, j["blocked"] = j["blocked"], None
-            out.append(self._emit(
-                s, "SWITCH_BLOCKED", "RESOLVED", aid, "INFO",
-                summary=(f"Journal {jrn} of {self.qmgr} can switch again: the next receiver name {nxt} is free."),
-                action="None."))
+            out.append(
+                self._emit(
+                    s,
+                    "SWITCH_BLOCKED",
+                    "RESOLVED",
+                    aid,
+                    "INFO",
+                    summary=(f"Journal {jrn} of {self.qmgr} can switch again: the next receiver name {nxt} is free."),
+                    action="None.",
+                )
+            )
         exhausted = blocked and first_free(s.attached, present) is None
         if exhausted and j["exhausted"] is None:
             j["exhausted"] = event_id("exhausted", self.qmgr, lib, s.attached)
             r = parse(s.attached)
-            out.append(self._emit(
-                s, "NAME_SPACE_EXHAUSTED", "FIRING", j["exhausted"], "CRITICAL",
-                summary=(f"Every receiver name AMQ{r.instance}{r.restore}00000-AMQ{r.instance}{r.restore}99999 exists "
-                         f"in {lib}: journal {jrn} of {self.qmgr} has no name to switch to."),
-                action=("Do both: 1. delete journal receivers no longer needed (save them first); 2. record the "
+            out.append(
+                self._emit(
+                    s,
+                    "NAME_SPACE_EXHAUSTED",
+                    "FIRING",
+                    j["exhausted"],
+                    "CRITICAL",
+                    summary=(
+                        f"Every receiver name AMQ{r.instance}{r.restore}00000-AMQ{r.instance}{r.restore}99999 exists "
+                        f"in {lib}: journal {jrn} of {self.qmgr} has no name to switch to."
+                    ),
+                    action=(
+                        "Do both: 1. delete journal receivers no longer needed (save them first); 2. record the "
                         "journal changes into the latest receiver with RCDMQMIMG, then repeat step 1, so old "
-                        "receiver names can be reused.")))
+                        "receiver names can be reused."
+                    ),
+                )
+            )
         elif not exhausted and j["exhausted"] is not None:
             aid, j["exhausted"] = j["exhausted"], None
-            out.append(self._emit(
-                s, "NAME_SPACE_EXHAUSTED", "RESOLVED", aid, "INFO",
-                summary=f"Receiver names are free again in {lib} for journal {jrn} of {self.qmgr}.",
-                action="None."))
+            out.append(
+                self._emit(
+                    s,
+                    "NAME_SPACE_EXHAUSTED",
+                    "RESOLVED",
+                    aid,
+                    "INFO",
+                    summary=f"Receiver names are free again in {lib} for journal {jrn} of {self.qmgr}.",
+                    action="None.",
+                )
+            )
         return out

@@ -117,7 +117,7 @@ def _tokens(text: str) -> list[tuple[str, str | None, bool]]:
             continue
         m = re.match(r"[A-Za-z0-9_.*%/]+", text[i:])
         if not m:
-            raise MqscError(text[i:i + 10], f"unexpected character {c!r} at position {i + 1}")
+            raise MqscError(text[i : i + 10], f"unexpected character {c!r} at position {i + 1}")
         word = m.group(0)
         i += len(word)
         j = i
@@ -166,7 +166,9 @@ def _name(keyword: str, value: str | None, quoted: bool, *, generic_ok: bool = F
         raise MqscError(keyword, f"{keyword} needs a name in parentheses, e.g. {keyword}(PAYROLL.REQUEST)")
     name = value if quoted else value.upper()
     if len(name) > MAX_NAME:
-        raise MqscError(keyword, f"{keyword}({name}): a name is at most {MAX_NAME} characters, this one has {len(name)}")
+        raise MqscError(
+            keyword, f"{keyword}({name}): a name is at most {MAX_NAME} characters, this one has {len(name)}"
+        )
     if not _NAME_RE.match(name) or ("*" in name and not (generic_ok and name.endswith("*") and name.count("*") == 1)):
         allowed = "letters, digits, . / _ %" + (" and a final * for a generic name" if generic_ok else "")
         raise MqscError(keyword, f"{keyword}({name}): a name may hold only {allowed}")
@@ -193,8 +195,16 @@ def _choice(keyword: str, value: str | None, choices: tuple[str, ...]) -> str:
     return v
 
 
-_VERBS = {"DEFINE": "DEFINE", "DEF": "DEFINE", "ALTER": "ALTER", "ALT": "ALTER", "RESET": "RESET",
-          "REGISTER": "REGISTER", "DEREGISTER": "DEREGISTER", "PING": "PING"}
+_VERBS = {
+    "DEFINE": "DEFINE",
+    "DEF": "DEFINE",
+    "ALTER": "ALTER",
+    "ALT": "ALTER",
+    "RESET": "RESET",
+    "REGISTER": "REGISTER",
+    "DEREGISTER": "DEREGISTER",
+    "PING": "PING",
+}
 _QLOCAL = {"QLOCAL", "QL"}
 
 #: Queue attributes qmon models, with their parsers.
@@ -209,9 +219,32 @@ _QUEUE_ATTRS = {
     "QDPMAXEV": lambda v, q: _choice("QDPMAXEV", v, ("ENABLED", "DISABLED")) == "ENABLED",
 }
 #: Real MQ queue keywords that qmon accepts and does not model.
-_IGNORED_QUEUE_ATTRS = {"DESCR", "MAXMSGL", "DEFPSIST", "DEFPRTY", "PUT", "GET", "SHARE", "NOSHARE",
-                        "TRIGGER", "NOTRIGGER", "TRIGTYPE", "INITQ", "PROCESS", "BOQNAME", "BOTHRESH",
-                        "USAGE", "STATQ", "MONQ", "ACCTQ", "LIKE", "CLUSTER", "CLUSNL", "QSGDISP", "CMDSCOPE"}
+_IGNORED_QUEUE_ATTRS = {
+    "DESCR",
+    "MAXMSGL",
+    "DEFPSIST",
+    "DEFPRTY",
+    "PUT",
+    "GET",
+    "SHARE",
+    "NOSHARE",
+    "TRIGGER",
+    "NOTRIGGER",
+    "TRIGTYPE",
+    "INITQ",
+    "PROCESS",
+    "BOQNAME",
+    "BOTHRESH",
+    "USAGE",
+    "STATQ",
+    "MONQ",
+    "ACCTQ",
+    "LIKE",
+    "CLUSTER",
+    "CLUSNL",
+    "QSGDISP",
+    "CMDSCOPE",
+}
 
 #: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA) are
 #: ``qmon.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
@@ -248,7 +281,10 @@ def parse_command(text: str) -> Command:
             elif verb == "ALTER" and kw in {"DESCR", "FORCE", "STATQ", "MONQ"}:
                 ignored.append(kw)
             else:
-                raise MqscError(kw, f"{kw}: not a keyword qmon accepts on {verb} QMGR" + (" (PERFMEV is)" if verb == "ALTER" else ""))
+                raise MqscError(
+                    kw,
+                    f"{kw}: not a keyword qmon accepts on {verb} QMGR" + (" (PERFMEV is)" if verb == "ALTER" else ""),
+                )
         if verb == "ALTER" and not attrs and not ignored:
             raise MqscError("QMGR", "ALTER QMGR needs an attribute, e.g. PERFMEV(ENABLED)")
         return Command(verb, "QMGR", None, attrs, tuple(ignored))
@@ -265,8 +301,11 @@ def parse_command(text: str) -> Command:
             elif kw in _IGNORED_QUEUE_ATTRS:
                 ignored.append(kw)
             else:
-                raise MqscError(kw, f"{kw}: not a queue attribute qmon accepts "
-                                    f"(QSVCIEV, QSVCINT, MAXDEPTH, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV)")
+                raise MqscError(
+                    kw,
+                    f"{kw}: not a queue attribute qmon accepts "
+                    f"(QSVCIEV, QSVCINT, MAXDEPTH, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV)",
+                )
         return Command(verb, "QLOCAL", name, attrs, tuple(ignored))
 
     if verb == "RESET" and obj_word == "QSTATS":
@@ -291,14 +330,21 @@ def parse_command(text: str) -> Command:
         name = _name("QUEUE", *kws["QUEUE"], generic_ok=True)
         client = _name("CLIENT", *kws["CLIENT"])
         if verb == "REGISTER" and (kind := refused(name)):
-            what = (f"the generic name matches only {kind} queues (type {name[0]}), which"
-                    if name.endswith("*") else f"a {kind} queue (type {name[0]})")
-            raise MqscError("QUEUE", f"QUEUE({name}): {what} cannot have interest registered; IMS "
-                                     "registers interest only in ready queues (seed 004)")
+            what = (
+                f"the generic name matches only {kind} queues (type {name[0]}), which"
+                if name.endswith("*")
+                else f"a {kind} queue (type {name[0]})"
+            )
+            raise MqscError(
+                "QUEUE",
+                f"QUEUE({name}): {what} cannot have interest registered; IMS "
+                "registers interest only in ready queues (seed 004)",
+            )
         return Command(verb, "INTEREST", name, {"CLIENT": client})
 
-    raise MqscError(obj_word, f"{obj_word}: {verb} does not apply to {obj_word} in qmon "
-                              "(see the README for the supported commands)")
+    raise MqscError(
+        obj_word, f"{obj_word}: {verb} does not apply to {obj_word} in qmon (see the README for the supported commands)"
+    )
 
 
 def canonical(cmd: Command) -> str:

@@ -23,8 +23,13 @@ from collections.abc import Callable, Iterable
 MAX_TRIES = 4096
 
 
-def place(existing: dict[str, int], names: Iterable[str], partitions: int,
-          partition_of: Callable[[str, int], int], tries: int = MAX_TRIES) -> dict[str, int]:
+def place(
+    existing: dict[str, int],
+    names: Iterable[str],
+    partitions: int,
+    partition_of: Callable[[str, int], int],
+    tries: int = MAX_TRIES,
+) -> dict[str, int]:
     """``existing`` plus a bucket for every name of ``names`` it lacks; ``existing`` is kept as is.
     Buckets ``0 .. tries-1`` are tried; a partition that none reaches gets the name at bucket 0."""
     out = dict(existing)

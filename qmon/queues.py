@@ -180,8 +180,7 @@ class QueueMonitor:
         """WorkAvailable for every client registered for ``queue`` (it just went from empty to non-empty)."""
         if not self.state.get("interest"):
             return []
-        return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source))
-                for c in self.interest.clients_for(queue)]
+        return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source)) for c in self.interest.clients_for(queue)]
 
     def on_journal(self, status: JournalStatus) -> list[Emit]:
         """Journal receiver status of this queue manager (SPEC §8)."""
@@ -195,14 +194,26 @@ class QueueMonitor:
     def _queue(self, name: str, ts: int) -> QueueState:
         q = self.queues.get(name)
         if q is None:
-            q = QueueState(depth=0, timer=None, timer_clock=None, attrs=self.settings.attrs_for(name),
-                           defined=False, reset_ts=None, high_depth=0, enq=0, deq=0, last_ts=ts,
-                           recent={}, stall=None)
+            q = QueueState(
+                depth=0,
+                timer=None,
+                timer_clock=None,
+                attrs=self.settings.attrs_for(name),
+                defined=False,
+                reset_ts=None,
+                high_depth=0,
+                enq=0,
+                deq=0,
+                last_ts=ts,
+                recent={},
+                stall=None,
+            )
             self.queues[name] = q
         return q
 
-    def _event(self, q: QueueState, queue: str, kind: str, ts: int, source_id: str,
-               service_time: int | None = None) -> Emit:
+    def _event(
+        self, q: QueueState, queue: str, kind: str, ts: int, source_id: str, service_time: int | None = None
+    ) -> Emit:
         code, reason = REASON_NAMES[kind]
         reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
         record = {
@@ -338,8 +349,13 @@ class QueueMonitor:
     # ------------------------------------------------------------ stall alert (SPEC §9)
 
     def _stall_watched(self, q: QueueState) -> bool:
-        return (q["timer"] is not None and q["depth"] > 0 and self.perfmev == "ENABLED"
-                and q["attrs"]["QSVCIEV"] != "NONE" and q["stall"] is None)
+        return (
+            q["timer"] is not None
+            and q["depth"] > 0
+            and self.perfmev == "ENABLED"
+            and q["attrs"]["QSVCIEV"] != "NONE"
+            and q["stall"] is None
+        )
 
     def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
         out = self._settle_stall(queue, q, now_ts)
@@ -365,9 +381,14 @@ class QueueMonitor:
             return []
         if now < due:
             return []
-        return self._resolve_stall(queue, q, ok[0] + hold, "it has been served within its service interval "
-                                   f"for {hold // 1000} s since {_iso(ok[0])}" if hold else
-                                   "a get served it within its service interval or emptied it")
+        return self._resolve_stall(
+            queue,
+            q,
+            ok[0] + hold,
+            f"it has been served within its service interval for {hold // 1000} s since {_iso(ok[0])}"
+            if hold
+            else "a get served it within its service interval or emptied it",
+        )
 
     def _fire_stall(self, queue: str, q: QueueState) -> Emit:
         start = q["timer"]
@@ -377,13 +398,24 @@ class QueueMonitor:
         alert_id = event_id("stall", self.qmgr, queue, start)
         q["stall"] = alert_id
         record = _alert(
-            event_id("stall-firing", alert_id), "QUEUE_STALLED", "FIRING", alert_id, "WARNING",
-            structure=queue, queue=queue, qmgr=self.qmgr, ts=deadline,
-            summary=(f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
-                     f"served for more than its service interval of {interval} ms (no get since "
-                     f"{_iso(start)}). MQ raises no event until the next put or get."),
-            action=(f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
-                    "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."),
+            event_id("stall-firing", alert_id),
+            "QUEUE_STALLED",
+            "FIRING",
+            alert_id,
+            "WARNING",
+            structure=queue,
+            queue=queue,
+            qmgr=self.qmgr,
+            ts=deadline,
+            summary=(
+                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
+                f"served for more than its service interval of {interval} ms (no get since "
+                f"{_iso(start)}). MQ raises no event until the next put or get."
+            ),
+            action=(
+                f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
+                "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."
+            ),
         )
         return Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)
 
@@ -394,8 +426,15 @@ class QueueMonitor:
             return []
         q["stall"] = None
         record = _alert(
-            event_id("stall-resolved", alert_id), "QUEUE_STALLED", "RESOLVED", alert_id, "INFO",
-            structure=queue, queue=queue, qmgr=self.qmgr, ts=ts,
+            event_id("stall-resolved", alert_id),
+            "QUEUE_STALLED",
+            "RESOLVED",
+            alert_id,
+            "INFO",
+            structure=queue,
+            queue=queue,
+            qmgr=self.qmgr,
+            ts=ts,
             summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
             action="None.",
         )
@@ -490,8 +529,11 @@ class QueueMonitor:
                 names = sorted(self.queues) if pattern.endswith("*") else [pattern] if pattern in self.queues else []
                 for name in names:
                     q = self.queues[name]
-                    if (q["depth"] > 0 and _interest_match(pattern, name)
-                            and not registry.covered_otherwise(client, name, pattern)):
+                    if (
+                        q["depth"] > 0
+                        and _interest_match(pattern, name)
+                        and not registry.covered_otherwise(client, name, pattern)
+                    ):
                         out.append(Emit(*work_available(self.qmgr, name, client, q["depth"], ts, command_id)))
                 if reply:
                     message += registry.lterm_warning(pattern, client)
@@ -502,13 +544,18 @@ class QueueMonitor:
             # IMS that terminates), exact and generic, ``*`` itself included
             removed = registry.deregister_all(client)
             ok = bool(removed)
-            message = (f"client {client} deregistered from every name it had registered "
-                       f"({len(removed)}): {listing(removed)}." if removed
-                       else f"client {client} has no interest registered in any queue.")
+            message = (
+                f"client {client} deregistered from every name it had registered ({len(removed)}): {listing(removed)}."
+                if removed
+                else f"client {client} has no interest registered in any queue."
+            )
         else:
             ok = registry.deregister(pattern, client)
-            message = (f"client {client} deregistered from {pattern}." if ok
-                       else f"client {client} has no interest registered in {pattern}.")
+            message = (
+                f"client {client} deregistered from {pattern}."
+                if ok
+                else f"client {client} has no interest registered in {pattern}."
+            )
         if reply:
             out.append(command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
         return out
@@ -516,8 +563,10 @@ class QueueMonitor:
     @staticmethod
     def _qstats_detail(name: str, q: QueueState, ts: int) -> str:
         reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
-        return (f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
-                f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})")
+        return (
+            f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
+            f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})"
+        )
 
     def _reset_qstats_generic(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
         """RESET QSTATS with a generic name: reset every queue of this shard it matches.
@@ -553,8 +602,13 @@ class QueueMonitor:
     def forgettable(self, name: str, q: QueueState) -> bool:
         """Only an empty queue with the settings it would get anew (not DEFINEd, not ALTERed, no High/OK
         flip-flop state) and no FIRING alert may be forgotten: nothing an operator or MQ would keep is lost."""
-        return (q["depth"] == 0 and not q["defined"] and q["stall"] is None and q["timer"] is None
-                and q["attrs"] == self.settings.attrs_for(name))
+        return (
+            q["depth"] == 0
+            and not q["defined"]
+            and q["stall"] is None
+            and q["timer"] is None
+            and q["attrs"] == self.settings.attrs_for(name)
+        )
 
     def expire(self, now_ts: int, ttl_ms: int) -> list[str]:
         """Forget idle queues (no activity for ``ttl_ms`` of event time) that are ``forgettable``."""
@@ -565,8 +619,14 @@ class QueueMonitor:
 
 
 def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:
-    record = {"event_id": event_id("reply", command_id), "command_id": command_id, "qmgr": qmgr,
-              "ts": ts, "ok": ok, "message": message}
+    record = {
+        "event_id": event_id("reply", command_id),
+        "command_id": command_id,
+        "qmgr": qmgr,
+        "ts": ts,
+        "ok": ok,
+        "message": message,
+    }
     return Emit(topics.REPLIES, command_id, record)
 
 

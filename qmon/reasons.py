@@ -9,9 +9,15 @@ from __future__ import annotations
 MQFB_APPL_FIRST = 65536
 
 REASONS: dict[str, tuple[int, str]] = {
-    "QMON_UNDECODABLE": (65537, "the value is not a record of the topic's Avro schema (truncated, wrong schema, random bytes, empty)"),
+    "QMON_UNDECODABLE": (
+        65537,
+        "the value is not a record of the topic's Avro schema (truncated, wrong schema, random bytes, empty)",
+    ),
     "QMON_MISSING_FIELD": (65538, "a required field is absent or null"),
-    "QMON_INVALID_FIELD": (65539, "a field is out of range (name length, negative depth or length, timestamp out of range)"),
+    "QMON_INVALID_FIELD": (
+        65539,
+        "a field is out of range (name length, negative depth or length, timestamp out of range)",
+    ),
     "QMON_UNKNOWN_OP": (65540, "op is not PUT, GET or START"),
     "QMON_INVALID_JSON": (65541, "a replay input line is not a JSON object"),
     "QMON_INVALID_COMMAND": (65542, "the MQSC command is unknown or invalid (the reply names the keyword)"),

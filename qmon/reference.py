@@ -16,9 +16,12 @@ from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor
 from qmon.structures import Op, StructureMonitor, StructureSettings
 
 
-def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
-                  final_clock: int | None = None,
-                  structure_settings: StructureSettings | None = None) -> list[Emit]:
+def run_reference(
+    records: Iterable[dict[str, Any]],
+    settings: MonitorSettings,
+    final_clock: int | None = None,
+    structure_settings: StructureSettings | None = None,
+) -> list[Emit]:
     """``records``: activity dicts (QueueActivity fields) and command dicts (ts, qmgr, command[, command_id]),
     in arrival order.  ``final_clock``: fire the stall timers due by then, as the job does when its
     watermark reaches that time."""
@@ -37,9 +40,20 @@ def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
             mon = monitors[qmgr] = QueueMonitor(qmgr, settings)
         if "journal" in rec:
             j = rec["journal"]
-            out.extend(mon.on_journal(JournalStatus(
-                str(rec.get("event_id") or seq), qmgr, ts, j["library"], j["attached"], int(j["size_kb"]),
-                int(j["threshold_kb"]), tuple(j["receivers"]))))
+            out.extend(
+                mon.on_journal(
+                    JournalStatus(
+                        str(rec.get("event_id") or seq),
+                        qmgr,
+                        ts,
+                        j["library"],
+                        j["attached"],
+                        int(j["size_kb"]),
+                        int(j["threshold_kb"]),
+                        tuple(j["receivers"]),
+                    )
+                )
+            )
         elif "command" in rec:
             try:
                 cmd = parse_command(split_script(rec["command"])[0])
@@ -48,16 +62,33 @@ def run_reference(records: Iterable[dict[str, Any]], settings: MonitorSettings,
             out.extend(mon.on_command(cmd, ts, str(rec.get("command_id") or seq), True))
         else:
             eid = str(rec.get("event_id") or seq)
-            out.extend(mon.on_activity(Activity(
-                eid, qmgr, rec["queue"], rec["op"], ts, rec.get("depth_after"),
-                rec.get("msg_bytes"), rec.get("structure"), rec.get("reason"), ts, seq)))
+            out.extend(
+                mon.on_activity(
+                    Activity(
+                        eid,
+                        qmgr,
+                        rec["queue"],
+                        rec["op"],
+                        ts,
+                        rec.get("depth_after"),
+                        rec.get("msg_bytes"),
+                        rec.get("structure"),
+                        rec.get("reason"),
+                        ts,
+                        seq,
+                    )
+                )
+            )
             name = rec.get("structure")
             if name:
                 smon = structures.get(name)
                 if smon is None:
                     smon = structures[name] = StructureMonitor(name, ssettings)
-                out.extend(smon.on_activity(Op(eid, qmgr, rec["queue"], rec["op"], ts, rec.get("msg_bytes"),
-                                               rec.get("reason"), ts)))
+                out.extend(
+                    smon.on_activity(
+                        Op(eid, qmgr, rec["queue"], rec["op"], ts, rec.get("msg_bytes"), rec.get("reason"), ts)
+                    )
+                )
     if final_clock is not None:
         for mon in monitors.values():
             out.extend(mon.on_clock(final_clock))

@@ -8,8 +8,7 @@ from typing import Any
 from qmon import topics
 from qmon.timeconv import from_ms
 
-_COLOURS = {"CRITICAL": "\033[31;1m", "WARNING": "\033[33m", "INFO": "\033[36m", "OK": "\033[32m",
-            "ERROR": "\033[31m"}
+_COLOURS = {"CRITICAL": "\033[31;1m", "WARNING": "\033[33m", "INFO": "\033[36m", "OK": "\033[32m", "ERROR": "\033[31m"}
 _RESET = "\033[0m"
 
 
@@ -36,9 +35,11 @@ def severity(topic: str, r: dict[str, Any]) -> str:
 def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
     sev = severity(topic, r)
     if topic == topics.PERFORMANCE:
-        text = (f"{r['type']:<13} {r['qmgr']}/{r['queue']} reason {r['reason_code']} {r['reason']} "
-                f"enq={r['msg_enq_count']} deq={r['msg_deq_count']} high={r['high_q_depth']} "
-                f"since_reset={r['time_since_reset']}s")
+        text = (
+            f"{r['type']:<13} {r['qmgr']}/{r['queue']} reason {r['reason_code']} {r['reason']} "
+            f"enq={r['msg_enq_count']} deq={r['msg_deq_count']} high={r['high_q_depth']} "
+            f"since_reset={r['time_since_reset']}s"
+        )
         if r.get("service_time_ms") is not None:
             text += f" service={r['service_time_ms']}ms/{r['service_interval_ms']}ms"
     elif topic == topics.STRUCTURE:
@@ -51,18 +52,26 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
     elif topic == topics.OVERFLOW:
         offered = ", ".join(
             f"{c['queue']}({c['elements']}):{c['decision']}"
-            + (" (no room in the overflow structure)" if c["decision"] == "approve" and not c.get("in_overflow", True)
-               else "")
-            for c in r.get("candidates", []))
-        text = (f"OVERFLOW_CANDIDATES {r['structure']} usage {r['usage_pct']:.1f}% target {r['target_pct']:.1f}% "
-                f"-> {r['usage_after_pct']:.1f}% [{offered}]")
+            + (
+                " (no room in the overflow structure)"
+                if c["decision"] == "approve" and not c.get("in_overflow", True)
+                else ""
+            )
+            for c in r.get("candidates", [])
+        )
+        text = (
+            f"OVERFLOW_CANDIDATES {r['structure']} usage {r['usage_pct']:.1f}% target {r['target_pct']:.1f}% "
+            f"-> {r['usage_after_pct']:.1f}% [{offered}]"
+        )
     elif topic == topics.NOTIFY:
         text = f"WORK_AVAILABLE {r['qmgr']}/{r['queue']} client={r['client']} depth={r['depth']}"
     elif topic == topics.REPLIES:
         text = f"REPLY {'ok' if r.get('ok') else 'FAILED'} {r.get('message')}"
     elif topic == topics.DLQ:
-        text = (f"DEAD_LETTER {r.get('reason_name')} ({r.get('reason')}) from {r.get('dest_topic')} "
-                f"partition {r.get('partition')} offset {r.get('offset')}: {r.get('error')}")
+        text = (
+            f"DEAD_LETTER {r.get('reason_name')} ({r.get('reason')}) from {r.get('dest_topic')} "
+            f"partition {r.get('partition')} offset {r.get('offset')}: {r.get('error')}"
+        )
     else:
         text = str(r)
     out = f"{_time(r.get('ts') or r.get('put_time'))} {sev:<8} {text}"

@@ -68,8 +68,9 @@ class Simulator:
 
     # ---------------------------------------------------------- records
 
-    def _act(self, ts: int, qmgr: str, queue: str, op: str, nbytes: int | None = None,
-             structure: str | None = None) -> Item:
+    def _act(
+        self, ts: int, qmgr: str, queue: str, op: str, nbytes: int | None = None, structure: str | None = None
+    ) -> Item:
         self.seq += 1
         key = (qmgr if structure is None else structure, queue)
         if op == "PUT":
@@ -80,8 +81,17 @@ class Simulator:
             sizes = self.sizes[key]
             nbytes = sizes.pop(0)
         self.stats[op] = self.stats.get(op, 0) + 1
-        rec = {"event_id": f"sim{self.seed}-{self.seq}", "qmgr": qmgr, "queue": queue, "op": op, "ts": ts,
-               "depth_after": None, "msg_bytes": nbytes, "structure": structure, "reason": None}
+        rec = {
+            "event_id": f"sim{self.seed}-{self.seq}",
+            "qmgr": qmgr,
+            "queue": queue,
+            "op": op,
+            "ts": ts,
+            "depth_after": None,
+            "msg_bytes": nbytes,
+            "structure": structure,
+            "reason": None,
+        }
         return Item(ts, topics.ACTIVITY, f"{qmgr}/{queue}".encode(), rec)
 
     def _size(self, long_ok: bool) -> int:
@@ -171,6 +181,5 @@ class Simulator:
 
 #: The MQSC a demo or simulation applies first (also in config/demo.mqsc).
 SETUP_MQSC = {
-    "QM1": ["ALTER QMGR PERFMEV(ENABLED)",
-            "ALTER QLOCAL('PAYROLL.REQUEST') QSVCINT(2000) QSVCIEV(HIGH)"],
+    "QM1": ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL('PAYROLL.REQUEST') QSVCINT(2000) QSVCIEV(HIGH)"],
 }

@@ -70,9 +70,17 @@ STATE_VERSION = 2
 FIFO_MAX_RUNS = 64
 
 #: IMS queue types (SPEC §5.1): first character of the queue name.
-QUEUE_TYPES = {"1": "transaction ready", "2": "transaction staging", "3": "suspend", "4": "serial",
-               "5": "LTERM ready", "6": "LTERM staging", "7": "APPC ready", "8": "remote ready",
-               "9": "OTMA ready"}
+QUEUE_TYPES = {
+    "1": "transaction ready",
+    "2": "transaction staging",
+    "3": "suspend",
+    "4": "serial",
+    "5": "LTERM ready",
+    "6": "LTERM staging",
+    "7": "APPC ready",
+    "8": "remote ready",
+    "9": "OTMA ready",
+}
 STAGING_OF = {"1": "2", "5": "6"}
 STAGING_TYPES = frozenset({"2", "6"})
 
@@ -247,10 +255,25 @@ class StructureMonitor:
         self.d = settings.get(strname)
         if state is None:
             size = self.d.initsize or self.d.size if self.d else 0
-            state = {"v": STATE_VERSION, "size_kb": size, "used": 0, "ovf_used": 0, "queues": {},
-                     "mode": None, "full": None, "near": None, "ovf_full": None, "next_scan": None,
-                     "last_ts": None, "last_clock": None, "recent": {}, "rejected": 0, "unknown": False,
-                     "above": False, "clear": {}}
+            state = {
+                "v": STATE_VERSION,
+                "size_kb": size,
+                "used": 0,
+                "ovf_used": 0,
+                "queues": {},
+                "mode": None,
+                "full": None,
+                "near": None,
+                "ovf_full": None,
+                "next_scan": None,
+                "last_ts": None,
+                "last_clock": None,
+                "recent": {},
+                "rejected": 0,
+                "unknown": False,
+                "above": False,
+                "clear": {},
+            }
         elif state.get("v", 1) < STATE_VERSION:
             state = _migrate(state)
         self.state = state
@@ -278,12 +301,37 @@ class StructureMonitor:
             q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False, "fifo": []}
         return q
 
-    def _emit(self, type_: str, state: str, alert_id: str, severity: str, ts: int, source: str, *,
-              summary: str, action: str, queue: str | None = None, qmgr: str | None = None,
-              message: str | None = None, **numbers: Any) -> Emit:
-        rec = alert(event_id("structure", self.name, type_, state, source, queue), type_, state, alert_id,
-                    severity, structure=self.name, queue=queue, qmgr=qmgr, ts=ts, summary=summary,
-                    action=action, message=message, **numbers)
+    def _emit(
+        self,
+        type_: str,
+        state: str,
+        alert_id: str,
+        severity: str,
+        ts: int,
+        source: str,
+        *,
+        summary: str,
+        action: str,
+        queue: str | None = None,
+        qmgr: str | None = None,
+        message: str | None = None,
+        **numbers: Any,
+    ) -> Emit:
+        rec = alert(
+            event_id("structure", self.name, type_, state, source, queue),
+            type_,
+            state,
+            alert_id,
+            severity,
+            structure=self.name,
+            queue=queue,
+            qmgr=qmgr,
+            ts=ts,
+            summary=summary,
+            action=action,
+            message=message,
+            **numbers,
+        )
         return Emit(topics.STRUCTURE, self.name, rec)
 
     # ---------------------------------------------------------- input
@@ -319,12 +367,26 @@ class StructureMonitor:
             return []
         self.state["unknown"] = True
         aid = event_id("unknown-structure", self.name)
-        return [self._emit("STRUCTURE_UNKNOWN", "INFO", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue,
-                           qmgr=rec.qmgr,
-                           summary=(f"Activity names structure {self.name}, which is not in qmon's configuration, "
-                                    "so its usage is not accounted."),
-                           action=(f"Add {self.name} under structures: in the configuration file (strname, size, "
-                                   "ovflwmax, ...) and restart the job."))]
+        return [
+            self._emit(
+                "STRUCTURE_UNKNOWN",
+                "INFO",
+                aid,
+                "INFO",
+                rec.ts,
+                rec.event_id,
+                queue=rec.queue,
+                qmgr=rec.qmgr,
+                summary=(
+                    f"Activity names structure {self.name}, which is not in qmon's configuration, "
+                    "so its usage is not accounted."
+                ),
+                action=(
+                    f"Add {self.name} under structures: in the configuration file (strname, size, "
+                    "ovflwmax, ...) and restart the job."
+                ),
+            )
+        ]
 
     def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
         """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
@@ -347,15 +409,29 @@ class StructureMonitor:
             st["rejected"] += 1
             if not q["rej"]:
                 q["rej"] = True
-                out.append(self._emit(
-                    "QUEUE_PUTS_REJECTED", "FIRING", event_id("rejected", self.name, rec.queue, st["mode"]),
-                    "CRITICAL", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
-                    usage_before_pct=self.usage(), usage_after_pct=self.usage(),
-                    summary=(f"Structure {self.name} is in overflow mode with no overflow structure: puts to "
-                             f"queue {rec.queue}, chosen by the overflow exit, are rejected until usage falls "
-                             f"to {d.target}%."),
-                    action=(f"Drain {rec.queue} (start or speed up its consumer), or define an overflow "
-                            f"structure (OVFLWSTR) for {self.name} in CQSSGxxx and the CFRM policy.")))
+                out.append(
+                    self._emit(
+                        "QUEUE_PUTS_REJECTED",
+                        "FIRING",
+                        event_id("rejected", self.name, rec.queue, st["mode"]),
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=self.usage(),
+                        usage_after_pct=self.usage(),
+                        summary=(
+                            f"Structure {self.name} is in overflow mode with no overflow structure: puts to "
+                            f"queue {rec.queue}, chosen by the overflow exit, are rejected until usage falls "
+                            f"to {d.target}%."
+                        ),
+                        action=(
+                            f"Drain {rec.queue} (start or speed up its consumer), or define an overflow "
+                            f"structure (OVFLWSTR) for {self.name} in CQSSGxxx and the CFRM policy."
+                        ),
+                    )
+                )
             return out
         parts = self._split(rec.queue, rec.msg_bytes)
         primary_need = sum(n for name, n in parts if not self._in_overflow_structure(name))
@@ -365,30 +441,61 @@ class StructureMonitor:
             st["rejected"] += 1
             if st["ovf_full"] is None:
                 st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
-                out.append(self._emit(
-                    "OVERFLOW_STRUCTURE_FULL", "FIRING", st["ovf_full"], "CRITICAL", rec.ts, rec.event_id,
-                    queue=rec.queue, qmgr=rec.qmgr, usage_before_pct=self.ovf_usage(),
-                    usage_after_pct=self.ovf_usage(), message=f"CQS0205E STRUCTURE {d.ovflwstr} IS FULL",
-                    summary=(f"Overflow structure {d.ovflwstr} of {self.name} is full: puts to the queues in "
-                             f"overflow ({rec.queue} first) are rejected; the primary structure carries on."),
-                    action=(f"Drain the queues in overflow, or enlarge {d.ovflwstr} in the CFRM policy "
-                            "(SETXCF START,ALTER or a policy change and rebuild).")))
+                out.append(
+                    self._emit(
+                        "OVERFLOW_STRUCTURE_FULL",
+                        "FIRING",
+                        st["ovf_full"],
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=self.ovf_usage(),
+                        usage_after_pct=self.ovf_usage(),
+                        message=f"CQS0205E STRUCTURE {d.ovflwstr} IS FULL",
+                        summary=(
+                            f"Overflow structure {d.ovflwstr} of {self.name} is full: puts to the queues in "
+                            f"overflow ({rec.queue} first) are rejected; the primary structure carries on."
+                        ),
+                        action=(
+                            f"Drain the queues in overflow, or enlarge {d.ovflwstr} in the CFRM policy "
+                            "(SETXCF START,ALTER or a policy change and rebuild)."
+                        ),
+                    )
+                )
             self._restart_hold("ovf_full", rec.ts)  # after the FIRING: the hold starts over
             return out
         if primary_need and st["used"] + primary_need > self.capacity:
             st["rejected"] += 1
             if st["full"] is None:
                 st["full"] = event_id("full", self.name, rec.event_id)
-                out.append(self._emit(
-                    "STRUCTURE_FULL", "FIRING", st["full"], "CRITICAL", rec.ts, rec.event_id, queue=rec.queue,
-                    qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=before,
-                    size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
-                    message=f"CQS0205E STRUCTURE {self.name} IS FULL",
-                    summary=(f"Structure {self.name} is full ({st['used']} of {self.capacity} data elements): "
-                             f"puts are rejected (first: {rec.queue} from {rec.qmgr}); gets still work."),
-                    action=(f"Find the queues holding {self.name}'s storage and drain them (start their "
+                out.append(
+                    self._emit(
+                        "STRUCTURE_FULL",
+                        "FIRING",
+                        st["full"],
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=before,
+                        usage_after_pct=before,
+                        size_kb_before=st["size_kb"],
+                        size_kb_after=st["size_kb"],
+                        message=f"CQS0205E STRUCTURE {self.name} IS FULL",
+                        summary=(
+                            f"Structure {self.name} is full ({st['used']} of {self.capacity} data elements): "
+                            f"puts are rejected (first: {rec.queue} from {rec.qmgr}); gets still work."
+                        ),
+                        action=(
+                            f"Find the queues holding {self.name}'s storage and drain them (start their "
                             "consumers, or /DEQUEUE messages nobody will read); enlarge the structure in the "
-                            "CFRM policy or define an overflow structure.")))
+                            "CFRM policy or define an overflow structure."
+                        ),
+                    )
+                )
             self._restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
             return out
         for name, n in parts:
@@ -431,15 +538,31 @@ class StructureMonitor:
             want = -(-st["used"] * 100 // (2 * target)) if target > 0 else d.size
             st["size_kb"] = max(old, min(d.size, want))
             aid = event_id("alter", self.name, rec.event_id)
-            out.append(self._emit(
-                "STRUCTURE_ALTERED", "INFO", aid, "INFO", rec.ts, rec.event_id, queue=rec.queue, qmgr=rec.qmgr,
-                usage_before_pct=usage_before, usage_after_pct=self.usage(), size_kb_before=old,
-                size_kb_after=st["size_kb"],
-                summary=(f"Structure {self.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
-                         f"from {old} KB to {st['size_kb']} KB; usage is now {self.usage()}%."
-                         + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")),
-                action=("None now. If alters recur, raise INITSIZE in the CFRM policy; at SIZE the next "
-                        "threshold puts the structure into overflow mode.")))
+            out.append(
+                self._emit(
+                    "STRUCTURE_ALTERED",
+                    "INFO",
+                    aid,
+                    "INFO",
+                    rec.ts,
+                    rec.event_id,
+                    queue=rec.queue,
+                    qmgr=rec.qmgr,
+                    usage_before_pct=usage_before,
+                    usage_after_pct=self.usage(),
+                    size_kb_before=old,
+                    size_kb_after=st["size_kb"],
+                    summary=(
+                        f"Structure {self.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
+                        f"from {old} KB to {st['size_kb']} KB; usage is now {self.usage()}%."
+                        + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")
+                    ),
+                    action=(
+                        "None now. If alters recur, raise INITSIZE in the CFRM policy; at SIZE the next "
+                        "threshold puts the structure into overflow mode."
+                    ),
+                )
+            )
             if not at_or_above(st["used"], self.capacity, d.ovflwmax):
                 return out
         if d.resource:
@@ -448,16 +571,36 @@ class StructureMonitor:
             st["mode"] = event_id("overflow", self.name, rec.event_id)
             if d.ovflwstr:
                 st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
-            out.append(self._emit(
-                "OVERFLOW_MODE_ENTERED", "FIRING", st["mode"], "WARNING", rec.ts, rec.event_id, queue=rec.queue,
-                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=self.usage(),
-                size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
-                summary=(f"Structure {self.name} is {self.usage()}% used at its maximum size of {st['size_kb']} KB "
-                         f"(OVFLWMAX {d.ovflwmax}%) and entered overflow mode: the largest queues are offered to "
-                         "the overflow exit" + (f" and moved to {d.ovflwstr}." if d.ovflwstr
-                                                else "; puts to the approved ones will be rejected.")),
-                action=("See the OverflowCandidates record on qmon.events.overflow for the queues chosen; drain "
-                        "them or fix their consumers. Consider a larger SIZE in the CFRM policy.")))
+            out.append(
+                self._emit(
+                    "OVERFLOW_MODE_ENTERED",
+                    "FIRING",
+                    st["mode"],
+                    "WARNING",
+                    rec.ts,
+                    rec.event_id,
+                    queue=rec.queue,
+                    qmgr=rec.qmgr,
+                    usage_before_pct=before,
+                    usage_after_pct=self.usage(),
+                    size_kb_before=st["size_kb"],
+                    size_kb_after=st["size_kb"],
+                    summary=(
+                        f"Structure {self.name} is {self.usage()}% used at its maximum size of {st['size_kb']} KB "
+                        f"(OVFLWMAX {d.ovflwmax}%) and entered overflow mode: the largest queues are offered to "
+                        "the overflow exit"
+                        + (
+                            f" and moved to {d.ovflwstr}."
+                            if d.ovflwstr
+                            else "; puts to the approved ones will be rejected."
+                        )
+                    ),
+                    action=(
+                        "See the OverflowCandidates record on qmon.events.overflow for the queues chosen; drain "
+                        "them or fix their consumers. Consider a larger SIZE in the CFRM policy."
+                    ),
+                )
+            )
         out.extend(self._select(rec))
         return out
 
@@ -466,9 +609,14 @@ class StructureMonitor:
         d, st = self.d, self.state
         assert d is not None
         usage_before = self.usage()
-        pool = sorted(((q["el"], name) for name, q in st["queues"].items()
-                       if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0),
-                      key=lambda x: (-x[0], x[1]))
+        pool = sorted(
+            (
+                (q["el"], name)
+                for name, q in st["queues"].items()
+                if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0
+            ),
+            key=lambda x: (-x[0], x[1]),
+        )
         remaining = st["used"]
         ovf_free = self.ovf_capacity - st["ovf_used"]
         candidates, approved = [], []
@@ -477,17 +625,29 @@ class StructureMonitor:
                 break
             decision = self.settings.overflow_exit.decide(self.name, name, el)
             fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size (seed 004)
-            candidates.append({"queue": name, "elements": el, "decision": decision,
-                               "in_overflow": decision == "approve" and fits})
+            candidates.append(
+                {"queue": name, "elements": el, "decision": decision, "in_overflow": decision == "approve" and fits}
+            )
             if decision == "approve" and fits:
                 approved.append(name)
                 remaining -= el
                 if d.ovflwstr:
                     ovf_free -= el
-        out = [Emit(topics.OVERFLOW, self.name, {
-            "event_id": event_id("candidates", self.name, rec.event_id), "structure": self.name, "ts": rec.ts,
-            "usage_pct": usage_before, "target_pct": float(d.target), "candidates": candidates,
-            "usage_after_pct": _pct(remaining, self.capacity)})]
+        out = [
+            Emit(
+                topics.OVERFLOW,
+                self.name,
+                {
+                    "event_id": event_id("candidates", self.name, rec.event_id),
+                    "structure": self.name,
+                    "ts": rec.ts,
+                    "usage_pct": usage_before,
+                    "target_pct": float(d.target),
+                    "candidates": candidates,
+                    "usage_after_pct": _pct(remaining, self.capacity),
+                },
+            )
+        ]
         for name in approved:
             q = st["queues"][name]
             q["ovf"] = True
@@ -586,27 +746,60 @@ class StructureMonitor:
             usage, src = self.usage(), f"clear@{at}"
             held = f" for {d.clear_hold_ms // 1000} s" if d.clear_hold_ms else ""
             if key == "full":
-                out.append(self._emit(
-                    "STRUCTURE_FULL_RELIEVED", "RESOLVED", aid, "INFO", at, src, usage_before_pct=usage,
-                    usage_after_pct=usage,
-                    summary=(f"Structure {self.name} is no longer full: it has been below {100 - d.clear_margin}% "
-                             f"used{held} ({usage}% now)."),
-                    action="None; check that the consumers keep up."))
+                out.append(
+                    self._emit(
+                        "STRUCTURE_FULL_RELIEVED",
+                        "RESOLVED",
+                        aid,
+                        "INFO",
+                        at,
+                        src,
+                        usage_before_pct=usage,
+                        usage_after_pct=usage,
+                        summary=(
+                            f"Structure {self.name} is no longer full: it has been below {100 - d.clear_margin}% "
+                            f"used{held} ({usage}% now)."
+                        ),
+                        action="None; check that the consumers keep up.",
+                    )
+                )
             elif key == "ovf_full":
-                out.append(self._emit(
-                    "OVERFLOW_STRUCTURE_FULL", "RESOLVED", aid, "INFO", at, src, usage_before_pct=self.ovf_usage(),
-                    usage_after_pct=self.ovf_usage(),
-                    summary=(f"Overflow structure {d.ovflwstr} of {self.name} has room again: below "
-                             f"{100 - d.clear_margin}% used{held} ({self.ovf_usage()}% now)."),
-                    action="None."))
+                out.append(
+                    self._emit(
+                        "OVERFLOW_STRUCTURE_FULL",
+                        "RESOLVED",
+                        aid,
+                        "INFO",
+                        at,
+                        src,
+                        usage_before_pct=self.ovf_usage(),
+                        usage_after_pct=self.ovf_usage(),
+                        summary=(
+                            f"Overflow structure {d.ovflwstr} of {self.name} has room again: below "
+                            f"{100 - d.clear_margin}% used{held} ({self.ovf_usage()}% now)."
+                        ),
+                        action="None.",
+                    )
+                )
             else:
-                out.append(self._emit(
-                    "STRUCTURE_NEAR_FULL", "RESOLVED", aid, "INFO", at, src, usage_before_pct=usage,
-                    usage_after_pct=usage,
-                    message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
-                    summary=(f"Structure {self.name} is {usage}% used: it has been more than {d.clear_margin} points "
-                             f"below its full threshold of {d.fullthreshold}%{held}."),
-                    action="None."))
+                out.append(
+                    self._emit(
+                        "STRUCTURE_NEAR_FULL",
+                        "RESOLVED",
+                        aid,
+                        "INFO",
+                        at,
+                        src,
+                        usage_before_pct=usage,
+                        usage_after_pct=usage,
+                        message=f"IXC586I STRUCTURE {self.name} IS NOW BELOW STRUCTURE FULL MONITORING THRESHOLD",
+                        summary=(
+                            f"Structure {self.name} is {usage}% used: it has been more than {d.clear_margin} points "
+                            f"below its full threshold of {d.fullthreshold}%{held}."
+                        ),
+                        action="None.",
+                    )
+                )
         return out
 
     def _end_overflow(self, ts: int, source: str, before: float) -> list[Emit]:
@@ -619,19 +812,45 @@ class StructureMonitor:
         for name in sorted(st["queues"]):
             q = st["queues"][name]
             if q["rej"]:
-                out.append(self._emit(
-                    "QUEUE_PUTS_REJECTED", "RESOLVED", event_id("rejected", self.name, name, aid), "INFO", ts,
-                    source, queue=name, usage_before_pct=before, usage_after_pct=self.usage(),
-                    summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
-                    action="None."))
+                out.append(
+                    self._emit(
+                        "QUEUE_PUTS_REJECTED",
+                        "RESOLVED",
+                        event_id("rejected", self.name, name, aid),
+                        "INFO",
+                        ts,
+                        source,
+                        queue=name,
+                        usage_before_pct=before,
+                        usage_after_pct=self.usage(),
+                        summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
+                        action="None.",
+                    )
+                )
             q["ovf"] = q["rej"] = False
-        return out + [self._emit(
-            "OVERFLOW_MODE_ENDED", "RESOLVED", aid, "INFO", ts, source, usage_before_pct=before,
-            usage_after_pct=self.usage(), size_kb_before=st["size_kb"], size_kb_after=st["size_kb"],
-            summary=(f"Structure {self.name} left overflow mode at {self.usage()}% used"
-                     + (": no queue remains in the overflow structure." if d.ovflwstr
-                        else f" (at or below {d.target}%); puts to all its queues are accepted again.")),
-            action="None.")]
+        return out + [
+            self._emit(
+                "OVERFLOW_MODE_ENDED",
+                "RESOLVED",
+                aid,
+                "INFO",
+                ts,
+                source,
+                usage_before_pct=before,
+                usage_after_pct=self.usage(),
+                size_kb_before=st["size_kb"],
+                size_kb_after=st["size_kb"],
+                summary=(
+                    f"Structure {self.name} left overflow mode at {self.usage()}% used"
+                    + (
+                        ": no queue remains in the overflow structure."
+                        if d.ovflwstr
+                        else f" (at or below {d.target}%); puts to all its queues are accepted again."
+                    )
+                ),
+                action="None.",
+            )
+        ]
 
     def _near_full(self, rec: Op, before: float) -> list[Emit]:
         d, st = self.d, self.state
@@ -639,16 +858,32 @@ class StructureMonitor:
         usage = self.usage()
         if st["near"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
             st["near"] = event_id("near", self.name, rec.event_id)
-            return [self._emit(
-                "STRUCTURE_NEAR_FULL", "FIRING", st["near"], "WARNING", rec.ts, rec.event_id, queue=rec.queue,
-                qmgr=rec.qmgr, usage_before_pct=before, usage_after_pct=usage, size_kb_before=st["size_kb"],
-                size_kb_after=st["size_kb"],
-                message=f"IXC585E STRUCTURE {self.name} IS AT OR ABOVE STRUCTURE FULL MONITORING THRESHOLD OF "
-                        f"{d.fullthreshold}%",
-                summary=(f"Structure {self.name} is {usage}% used, at or above its full threshold of "
-                         f"{d.fullthreshold}%; at 100% puts are rejected (CQS0205E)."),
-                action=("Find the deepest queues of the structure and drain them; consider a larger SIZE or an "
-                        "overflow structure."))]
+            return [
+                self._emit(
+                    "STRUCTURE_NEAR_FULL",
+                    "FIRING",
+                    st["near"],
+                    "WARNING",
+                    rec.ts,
+                    rec.event_id,
+                    queue=rec.queue,
+                    qmgr=rec.qmgr,
+                    usage_before_pct=before,
+                    usage_after_pct=usage,
+                    size_kb_before=st["size_kb"],
+                    size_kb_after=st["size_kb"],
+                    message=f"IXC585E STRUCTURE {self.name} IS AT OR ABOVE STRUCTURE FULL MONITORING THRESHOLD OF "
+                    f"{d.fullthreshold}%",
+                    summary=(
+                        f"Structure {self.name} is {usage}% used, at or above its full threshold of "
+                        f"{d.fullthreshold}%; at 100% puts are rejected (CQS0205E)."
+                    ),
+                    action=(
+                        "Find the deepest queues of the structure and drain them; consider a larger SIZE or an "
+                        "overflow structure."
+                    ),
+                )
+            ]
         return []
 
     # ---------------------------------------------------------- the overflow scan
@@ -663,11 +898,19 @@ class StructureMonitor:
             q = st["queues"][name]
             if q["ovf"] and q["msgs"] == 0:
                 q["ovf"] = False
-                out.append(self._emit(
-                    "QUEUE_OVERFLOW_ENDED", "INFO", event_id("ovf-queue", self.name, name, at), "INFO", at,
-                    f"scan@{at}", queue=name,
-                    summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {self.name}.",
-                    action="None."))
+                out.append(
+                    self._emit(
+                        "QUEUE_OVERFLOW_ENDED",
+                        "INFO",
+                        event_id("ovf-queue", self.name, name, at),
+                        "INFO",
+                        at,
+                        f"scan@{at}",
+                        queue=name,
+                        summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {self.name}.",
+                        action="None.",
+                    )
+                )
         if not any(q["ovf"] for q in st["queues"].values()):
             out.extend(self._end_overflow(at, f"scan@{at}", before))
         else:
@@ -731,8 +974,9 @@ def _migrate(state: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-def run_structure_records(monitors: dict[str, StructureMonitor], settings: StructureSettings,
-                          items: Iterable[tuple[str, Op]]) -> list[Emit]:
+def run_structure_records(
+    monitors: dict[str, StructureMonitor], settings: StructureSettings, items: Iterable[tuple[str, Op]]
+) -> list[Emit]:
     """Feed (structure, Op) pairs in order; a helper for tests and the reference runner."""
     out: list[Emit] = []
     for name, op in items:
@@ -746,6 +990,8 @@ def run_structure_records(monitors: dict[str, StructureMonitor], settings: Struc
 def describe(d: StructureDef) -> str:
     """One line describing a structure definition (for logs and the CLI)."""
     ovf = f", OVFLWSTR={d.ovflwstr} ({d.ovflwsize} KB)" if d.ovflwstr else ""
-    return (f"{d.strname}: SIZE={d.size} KB INITSIZE={d.initsize or d.size} KB ({plural(2 * d.size, 'element')} max), "
-            f"OVFLWMAX={d.ovflwmax}%, full threshold {d.fullthreshold}%, LGMSGSZ={d.lgmsgsz}{ovf}; "
-            f"overflow scan every {d.overflow_scan_interval_ms // 1000} s")
+    return (
+        f"{d.strname}: SIZE={d.size} KB INITSIZE={d.initsize or d.size} KB ({plural(2 * d.size, 'element')} max), "
+        f"OVFLWMAX={d.ovflwmax}%, full threshold {d.fullthreshold}%, LGMSGSZ={d.lgmsgsz}{ovf}; "
+        f"overflow scan every {d.overflow_scan_interval_ms // 1000} s"
+    )

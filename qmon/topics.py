@@ -35,7 +35,7 @@ def physical(name: str, prefix: str = "qmon") -> str:
     """
     if prefix == "qmon":
         return name
-    return prefix + name[len("qmon"):]
+    return prefix + name[len("qmon") :]
 
 
 def physical_map(prefix: str = "qmon") -> dict[str, str]:

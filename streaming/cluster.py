@@ -34,26 +34,61 @@ class LocalSparkCluster:
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
         home = spark_home()
-        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
-               "PYSPARK_PYTHON": sys.executable, "SPARK_WORKER_DIR": str(self.workdir / "work"),
-               "SPARK_LOG_DIR": str(self.workdir)}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_WORKER_DIR": str(self.workdir / "work"),
+            "SPARK_LOG_DIR": str(self.workdir),
+        }
         log = open(self.workdir / f"{name}.log", "w")
-        return subprocess.Popen([str(home / "bin" / "spark-class"), *args], env=env, stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [str(home / "bin" / "spark-class"), *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
     def start(self, timeout: float = 60.0) -> "LocalSparkCluster":
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.procs.append(self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                      "--port", str(self.port), "--webui-port", str(free_port())))
+        self.procs.append(
+            self._spawn(
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(free_port()),
+            )
+        )
         for i in range(self.workers):
-            self.procs.append(self._spawn(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host",
-                                          "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory,
-                                          "--webui-port", str(free_port()), self.url))
+            self.procs.append(
+                self._spawn(
+                    f"worker{i}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--webui-port",
+                    str(free_port()),
+                    self.url,
+                )
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            registered = sum(1 for i in range(self.workers)
-                             if "Successfully registered with master" in
-                             (self.workdir / f"worker{i}.log").read_text(errors="replace"))
+            registered = sum(
+                1
+                for i in range(self.workers)
+                if "Successfully registered with master"
+                in (self.workdir / f"worker{i}.log").read_text(errors="replace")
+            )
             if registered == self.workers:
                 return self
             if any(p.poll() is not None for p in self.procs):

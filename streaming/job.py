@@ -13,8 +13,15 @@ from qmon.config import Config, duration_ms
 logger = logging.getLogger(__name__)
 
 
-def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, available_now: bool = False,
-                query_name: str = "qmon") -> Any:
+def start_query(
+    spark: Any,
+    config: Config,
+    bootstrap: str,
+    checkpoint: str,
+    *,
+    available_now: bool = False,
+    query_name: str = "qmon",
+) -> Any:
     """Build and start the query; returns the StreamingQuery."""
     from pyspark.sql import functions as F
 
@@ -26,23 +33,33 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     kafka = spark_options(bootstrap, config.kafka.security)
     raw = {}
     for logical in topics.INPUTS:  # one source per input topic: each is decoded with its own record
-        reader = (spark.readStream.format("kafka").options(**kafka)
-                  .option("subscribe", topics.physical(logical, config.kafka.topic_prefix))
-                  .option("startingOffsets", config.job.starting_offsets)
-                  .option("includeHeaders", "false")
-                  # records of aborted transactions (a DLQ handler killed mid-batch) are never read
-                  .option("kafka.isolation.level", "read_committed"))
+        reader = (
+            spark.readStream.format("kafka")
+            .options(**kafka)
+            .option("subscribe", topics.physical(logical, config.kafka.topic_prefix))
+            .option("startingOffsets", config.job.starting_offsets)
+            .option("includeHeaders", "false")
+            # records of aborted transactions (a DLQ handler killed mid-batch) are never read
+            .option("kafka.isolation.level", "read_committed")
+        )
         if config.job.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
         raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
     placed = structure_buckets(spark, checkpoint, [s.strname for s in config.structures])
-    out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
-                buckets=config.job.queue_buckets,
-                watermark_delay=config.job.watermark_delay, ttl_ms=duration_ms(config.monitor.queue_ttl),
-                prefix=config.kafka.topic_prefix, structure_buckets=placed)
+    out = build(
+        raw,
+        settings=config.monitor_settings(),
+        structure_settings=config.structure_settings(),
+        buckets=config.job.queue_buckets,
+        watermark_delay=config.job.watermark_delay,
+        ttl_ms=duration_ms(config.monitor.queue_ttl),
+        prefix=config.kafka.topic_prefix,
+        structure_buckets=placed,
+    )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
-    writer = (out.writeStream.format("kafka").options(**kafka)
-              .option("checkpointLocation", checkpoint).queryName(query_name))
+    writer = (
+        out.writeStream.format("kafka").options(**kafka).option("checkpointLocation", checkpoint).queryName(query_name)
+    )
     if available_now:
         writer = writer.trigger(availableNow=True)
     else:
@@ -50,8 +67,15 @@ def start_query(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, 
     return writer.start()
 
 
-def run(config: Config, bootstrap: str, checkpoint: str, *, available_now: bool = False,
-        max_restarts: int = 10, spark: Any = None) -> int:
+def run(
+    config: Config,
+    bootstrap: str,
+    checkpoint: str,
+    *,
+    available_now: bool = False,
+    max_restarts: int = 10,
+    spark: Any = None,
+) -> int:
     """Run the job until stopped (or, with ``available_now``, until the input is consumed).
 
     A query that fails (a broker outage longer than the Kafka client's retries, say) is started
@@ -65,9 +89,12 @@ def run(config: Config, bootstrap: str, checkpoint: str, *, available_now: bool 
     failures = 0
     while True:
         query = start_query(spark, config, bootstrap, checkpoint, available_now=available_now)
-        logger.info("qmon job started: reading %s from %s, checkpoint %s",
-                    ", ".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS), bootstrap,
-                    checkpoint)
+        logger.info(
+            "qmon job started: reading %s from %s, checkpoint %s",
+            ", ".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS),
+            bootstrap,
+            checkpoint,
+        )
         try:
             query.awaitTermination()
         except KeyboardInterrupt:
@@ -81,9 +108,12 @@ def run(config: Config, bootstrap: str, checkpoint: str, *, available_now: bool 
             if failures > max_restarts:
                 logger.error("the qmon query failed %d times in a row; giving up: %s", failures, exc)
                 return 1
-            backoff = min(60.0, 2.0 ** failures)
-            logger.warning("the qmon query failed (%s); restarting on the same checkpoint in %.0f s",
-                           str(exc).splitlines()[0][:300], backoff)
+            backoff = min(60.0, 2.0**failures)
+            logger.warning(
+                "the qmon query failed (%s); restarting on the same checkpoint in %.0f s",
+                str(exc).splitlines()[0][:300],
+                backoff,
+            )
             time.sleep(backoff)
             continue
         return 0

@@ -141,8 +141,7 @@ class QueueUnit(_Unit):
 
     kind = QUEUES
 
-    def __init__(self, settings: MonitorSettings, ttl_ms: int, handle: StatefulProcessorHandle, blob: Any,
-                 timer: Any):
+    def __init__(self, settings: MonitorSettings, ttl_ms: int, handle: StatefulProcessorHandle, blob: Any, timer: Any):
         super().__init__(settings, handle, blob, timer)
         self.ttl_ms = ttl_ms
 
@@ -159,28 +158,54 @@ class QueueUnit(_Unit):
         if passing.any():
             # dead letters and invalid-command replies, encoded upstream: passed through untouched
             p = pdf[passing]
-            yield pd.DataFrame({"topic": p["out_topic"].values, "key": p["out_key"].values,
-                                "value": p["out_value"].values, "order_ts": p["ts"].astype("int64").values,
-                                "order_seq": p["src_offset"].astype("int64").values,
-                                "order_idx": p["rank"].astype("int32").values})
+            yield pd.DataFrame(
+                {
+                    "topic": p["out_topic"].values,
+                    "key": p["out_key"].values,
+                    "value": p["out_value"].values,
+                    "order_ts": p["ts"].astype("int64").values,
+                    "order_seq": p["src_offset"].astype("int64").values,
+                    "order_idx": p["rank"].astype("int32").values,
+                }
+            )
             pdf = pdf[~passing]
             if pdf.empty:
                 return
         mon = self._load(qmgr)
         emits: list[tuple[int, int, Emit]] = []
-        cols = (pdf["kind"].tolist(), pdf["event_id"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
-                pdf["ts"].astype("int64").tolist(), _opt_int(pdf["depth_after"].tolist()),
-                _opt_int(pdf["msg_bytes"].tolist()), _opt_str(pdf["structure"].tolist()),
-                _opt_int(pdf["reason"].tolist()), pdf["text"].tolist(), pdf["reply"].tolist(),
-                pdf["src_offset"].astype("int64").tolist(), pdf["clock"].astype("int64").tolist())
+        cols = (
+            pdf["kind"].tolist(),
+            pdf["event_id"].tolist(),
+            pdf["queue"].tolist(),
+            pdf["op"].tolist(),
+            pdf["ts"].astype("int64").tolist(),
+            _opt_int(pdf["depth_after"].tolist()),
+            _opt_int(pdf["msg_bytes"].tolist()),
+            _opt_str(pdf["structure"].tolist()),
+            _opt_int(pdf["reason"].tolist()),
+            pdf["text"].tolist(),
+            pdf["reply"].tolist(),
+            pdf["src_offset"].astype("int64").tolist(),
+            pdf["clock"].astype("int64").tolist(),
+        )
         newest = None
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(*cols):
             if kind == "A":
                 out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
             elif kind == "J":
                 j = json.loads(text)
-                out = mon.on_journal(JournalStatus(eid, qmgr, ts, j["library"], j["attached"], int(j["size_kb"]),
-                                                   int(j["threshold_kb"]), tuple(j["receivers"])))
+                out = mon.on_journal(
+                    JournalStatus(
+                        eid,
+                        qmgr,
+                        ts,
+                        j["library"],
+                        j["attached"],
+                        int(j["size_kb"]),
+                        int(j["threshold_kb"]),
+                        tuple(j["receivers"]),
+                    )
+                )
             else:
                 out = self._command(mon, text, ts, eid, bool(reply))
             if out:
@@ -212,9 +237,17 @@ class StructureUnit(_Unit):
 
     def rows(self, name: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         mon = self._load(name)
-        cols = (pdf["event_id"].tolist(), pdf["qmgr"].tolist(), pdf["queue"].tolist(), pdf["op"].tolist(),
-                pdf["ts"].astype("int64").tolist(), _opt_int(pdf["msg_bytes"].tolist()),
-                _opt_int(pdf["reason"].tolist()), pdf["clock"].astype("int64").tolist(), pdf["src_offset"].astype("int64").tolist())
+        cols = (
+            pdf["event_id"].tolist(),
+            pdf["qmgr"].tolist(),
+            pdf["queue"].tolist(),
+            pdf["op"].tolist(),
+            pdf["ts"].astype("int64").tolist(),
+            _opt_int(pdf["msg_bytes"].tolist()),
+            _opt_int(pdf["reason"].tolist()),
+            pdf["clock"].astype("int64").tolist(),
+            pdf["src_offset"].astype("int64").tolist(),
+        )
         emits: list[tuple[int, int, Any]] = []
         on_activity = mon.on_activity
         for eid, qmgr, queue, op, ts, nbytes, reason, clock, seq in zip(*cols):
@@ -239,8 +272,7 @@ class MonitorProcessor(StatefulProcessor):
         blob = StructType([StructField("blob", BinaryType())])
         timer = handle.getValueState("timer", StructType([StructField("at", LongType())]))
         self.queues = QueueUnit(self.settings, self.ttl_ms, handle, handle.getValueState("shard", blob), timer)
-        self.structures = StructureUnit(self.structure_settings, handle, handle.getValueState("structure", blob),
-                                        timer)
+        self.structures = StructureUnit(self.structure_settings, handle, handle.getValueState("structure", blob), timer)
 
     def _unit(self, key: Any) -> QueueUnit | StructureUnit:
         return self.structures if key[0] == STRUCTURE else self.queues

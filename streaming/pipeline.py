@@ -46,9 +46,30 @@ from streaming.operators import QUEUES, STRUCTURE  # the operator's units: a que
 logger = logging.getLogger(__name__)
 
 #: The columns the operator receives; its key is (unit, unit_name, bucket).
-ROUTED_COLUMNS = ["unit", "unit_name", "bucket", "kind", "qmgr", "event_id", "queue", "op", "ts", "depth_after", "msg_bytes",
-                  "structure", "reason", "text", "reply", "rank", "src_partition", "src_offset", "clock",
-                  "out_topic", "out_key", "out_value"]
+ROUTED_COLUMNS = [
+    "unit",
+    "unit_name",
+    "bucket",
+    "kind",
+    "qmgr",
+    "event_id",
+    "queue",
+    "op",
+    "ts",
+    "depth_after",
+    "msg_bytes",
+    "structure",
+    "reason",
+    "text",
+    "reply",
+    "rank",
+    "src_partition",
+    "src_offset",
+    "clock",
+    "out_topic",
+    "out_key",
+    "out_value",
+]
 
 OUTPUT_SCHEMA = "topic string, key string, value binary, order_ts long, order_seq long, order_idx int"
 
@@ -60,8 +81,9 @@ _TS_MAX = 253_402_300_799_999
 
 def _body(value: Column) -> Column:
     """The Avro body: the value without its Confluent header (magic byte 0 + 4-byte schema id)."""
-    return F.when((F.length(value) > 5) & (F.substring(value, 1, 1) == F.lit(b"\x00")),
-                  F.expr("substring(value, 6)")).otherwise(value)
+    return F.when(
+        (F.length(value) > 5) & (F.substring(value, 1, 1) == F.lit(b"\x00")), F.expr("substring(value, 6)")
+    ).otherwise(value)
 
 
 def _reason(cases: list[tuple[Column, str, Column]]) -> tuple[Column, Column]:
@@ -78,15 +100,23 @@ def _name_checks(col: str, label: str, rec: str = "r") -> list[tuple[Column, str
     c = F.col(f"{rec}.{col}")
     return [
         (c.isNull() | (F.length(c) == 0), "QMON_MISSING_FIELD", F.lit(f"{label} is empty")),
-        (F.length(c) > _MAX_NAME, "QMON_INVALID_FIELD",
-         F.concat(F.lit(f"{label} is "), F.length(c).cast("string"), F.lit(f" characters long; at most {_MAX_NAME}"))),
+        (
+            F.length(c) > _MAX_NAME,
+            "QMON_INVALID_FIELD",
+            F.concat(
+                F.lit(f"{label} is "), F.length(c).cast("string"), F.lit(f" characters long; at most {_MAX_NAME}")
+            ),
+        ),
     ]
 
 
 def _ts_check(col: str = "r.ts") -> tuple[Column, str, Column]:
     ms = F.unix_millis(F.col(col))
-    return ((ms < _TS_MIN) | (ms > _TS_MAX), "QMON_INVALID_FIELD",
-            F.concat(F.lit("ts "), ms.cast("string"), F.lit(" ms is outside 1970-01-01..9999-12-31")))
+    return (
+        (ms < _TS_MIN) | (ms > _TS_MAX),
+        "QMON_INVALID_FIELD",
+        F.concat(F.lit("ts "), ms.cast("string"), F.lit(" ms is outside 1970-01-01..9999-12-31")),
+    )
 
 
 def _required_fields(record: str) -> list[str]:
@@ -117,25 +147,40 @@ def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
 
 def _activity_checks(r: str = "ra") -> list[tuple[Column, str, Column]]:
     return [
-        (F.col(r).isNull(), "QMON_UNDECODABLE",
-         F.lit("the value is not a QueueActivity Avro record (plain or Confluent wire format)")),
+        (
+            F.col(r).isNull(),
+            "QMON_UNDECODABLE",
+            F.lit("the value is not a QueueActivity Avro record (plain or Confluent wire format)"),
+        ),
         (F.length(f"{r}.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
         *_name_checks("qmgr", "qmgr", r),
         *_name_checks("queue", "queue", r),
         _ts_check(f"{r}.ts"),
-        (F.col(f"{r}.depth_after") < 0, "QMON_INVALID_FIELD",
-         F.concat(F.lit("depth_after is negative ("), F.col(f"{r}.depth_after").cast("string"), F.lit(")"))),
-        (F.col(f"{r}.msg_bytes") < 0, "QMON_INVALID_FIELD",
-         F.concat(F.lit("msg_bytes is negative ("), F.col(f"{r}.msg_bytes").cast("string"), F.lit(")"))),
-        (F.length(f"{r}.structure") > 16, "QMON_INVALID_FIELD",
-         F.lit("structure is longer than 16 characters (a CF structure name is 1-16)")),
+        (
+            F.col(f"{r}.depth_after") < 0,
+            "QMON_INVALID_FIELD",
+            F.concat(F.lit("depth_after is negative ("), F.col(f"{r}.depth_after").cast("string"), F.lit(")")),
+        ),
+        (
+            F.col(f"{r}.msg_bytes") < 0,
+            "QMON_INVALID_FIELD",
+            F.concat(F.lit("msg_bytes is negative ("), F.col(f"{r}.msg_bytes").cast("string"), F.lit(")")),
+        ),
+        (
+            F.length(f"{r}.structure") > 16,
+            "QMON_INVALID_FIELD",
+            F.lit("structure is longer than 16 characters (a CF structure name is 1-16)"),
+        ),
     ]
 
 
 def _control_checks(r: str = "rc") -> list[tuple[Column, str, Column]]:
     return [
-        (F.col(r).isNull(), "QMON_UNDECODABLE",
-         F.lit("the value is not a ControlCommand Avro record (plain or Confluent wire format)")),
+        (
+            F.col(r).isNull(),
+            "QMON_UNDECODABLE",
+            F.lit("the value is not a ControlCommand Avro record (plain or Confluent wire format)"),
+        ),
         (F.length(f"{r}.command_id") == 0, "QMON_MISSING_FIELD", F.lit("command_id is empty")),
         *_name_checks("qmgr", "qmgr", r),
         _ts_check(f"{r}.ts"),
@@ -146,17 +191,29 @@ def _journal_checks(r: str = "rj") -> list[tuple[Column, str, Column]]:
     from qmon.journals import RECEIVER_PATTERN
 
     return [
-        (F.col(r).isNull(), "QMON_UNDECODABLE",
-         F.lit("the value is not a JournalStatus Avro record (plain or Confluent wire format)")),
+        (
+            F.col(r).isNull(),
+            "QMON_UNDECODABLE",
+            F.lit("the value is not a JournalStatus Avro record (plain or Confluent wire format)"),
+        ),
         (F.length(f"{r}.event_id") == 0, "QMON_MISSING_FIELD", F.lit("event_id is empty")),
         *_name_checks("qmgr", "qmgr", r),
         (F.length(f"{r}.library") == 0, "QMON_MISSING_FIELD", F.lit("library is empty")),
-        (F.length(f"{r}.library") > 10, "QMON_INVALID_FIELD",
-         F.lit("library is longer than 10 characters (an IBM i name)")),
+        (
+            F.length(f"{r}.library") > 10,
+            "QMON_INVALID_FIELD",
+            F.lit("library is longer than 10 characters (an IBM i name)"),
+        ),
         _ts_check(f"{r}.ts"),
-        (~F.col(f"{r}.attached").rlike(RECEIVER_PATTERN), "QMON_INVALID_FIELD",
-         F.concat(F.lit("attached receiver "), F.col(f"{r}.attached"),
-                  F.lit(" is not a journal receiver name AMQArnnnnn (AMQ, a letter, a restore digit, 5 digits)"))),
+        (
+            ~F.col(f"{r}.attached").rlike(RECEIVER_PATTERN),
+            "QMON_INVALID_FIELD",
+            F.concat(
+                F.lit("attached receiver "),
+                F.col(f"{r}.attached"),
+                F.lit(" is not a journal receiver name AMQArnnnnn (AMQ, a letter, a restore digit, 5 digits)"),
+            ),
+        ),
         (F.col(f"{r}.size_kb") < 0, "QMON_INVALID_FIELD", F.lit("size_kb is negative")),
         (F.col(f"{r}.threshold_kb") <= 0, "QMON_INVALID_FIELD", F.lit("threshold_kb must be positive")),
     ]
@@ -192,12 +249,13 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     df = df.drop("_body").withColumn("dlq_reason", name).withColumn("dlq_error", error)
     df = df.withColumn("format", F.lit(record))
     if logical != topics.CONTROL:
-        return (df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False)))
+        return df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False))
     is_cmd = F.col("dlq_reason").isNull()  # parse only commands that passed the checks
     df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
     df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
-    df = df.withColumn("dlq_reason", F.when(F.col("cmd_invalid"), F.lit("QMON_INVALID_COMMAND"))
-                       .otherwise(F.col("dlq_reason")))
+    df = df.withColumn(
+        "dlq_reason", F.when(F.col("cmd_invalid"), F.lit("QMON_INVALID_COMMAND")).otherwise(F.col("dlq_reason"))
+    )
     return df.withColumn("dlq_error", F.when(F.col("cmd_invalid"), F.col("p.error")).otherwise(F.col("dlq_error")))
 
 
@@ -216,17 +274,38 @@ def decode(raw: DataFrame | dict[str, DataFrame], names: dict[str, str]) -> Data
 
 
 _ROUTED_TYPES = {
-    "unit": "string", "unit_name": "string", "bucket": "int", "kind": "string", "qmgr": "string", "event_id": "string", "queue": "string", "op": "string",
-    "ts": "long", "depth_after": "long", "msg_bytes": "long", "structure": "string", "reason": "long",
-    "text": "string", "reply": "boolean", "rank": "int", "src_partition": "long", "src_offset": "long",
-    "clock": "long", "out_topic": "string", "out_key": "string", "out_value": "binary",
+    "unit": "string",
+    "unit_name": "string",
+    "bucket": "int",
+    "kind": "string",
+    "qmgr": "string",
+    "event_id": "string",
+    "queue": "string",
+    "op": "string",
+    "ts": "long",
+    "depth_after": "long",
+    "msg_bytes": "long",
+    "structure": "string",
+    "reason": "long",
+    "text": "string",
+    "reply": "boolean",
+    "rank": "int",
+    "src_partition": "long",
+    "src_offset": "long",
+    "clock": "long",
+    "out_topic": "string",
+    "out_key": "string",
+    "out_value": "binary",
 }
 
 
 def _routed(**cols: Column) -> Column:
     """One routed row as a struct with every field of ROUTED_COLUMNS, in order and typed."""
-    common = {"src_partition": F.col("partition").cast("long"), "src_offset": F.col("offset").cast("long"),
-              "clock": F.unix_millis("timestamp")}  # ms: cheaper to hand to Python than a timestamp
+    common = {
+        "src_partition": F.col("partition").cast("long"),
+        "src_offset": F.col("offset").cast("long"),
+        "clock": F.unix_millis("timestamp"),
+    }  # ms: cheaper to hand to Python than a timestamp
     fields = []
     for name, typ in _ROUTED_TYPES.items():
         value = cols.get(name, common.get(name, F.lit(None)))
@@ -236,8 +315,14 @@ def _routed(**cols: Column) -> Column:
 
 def _dead_letter_value(reason_code: Column) -> Column:
     dl = F.struct(
-        F.sha2(F.concat_ws("\x1f", F.lit("dlq"), F.col("topic"), F.col("partition").cast("string"),
-                           F.col("offset").cast("string")), 256).substr(1, 32).alias("event_id"),
+        F.sha2(
+            F.concat_ws(
+                "\x1f", F.lit("dlq"), F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")
+            ),
+            256,
+        )
+        .substr(1, 32)
+        .alias("event_id"),
         reason_code.alias("reason"),
         F.col("dlq_reason").alias("reason_name"),
         F.col("topic").alias("dest_topic"),
@@ -253,17 +338,24 @@ def _dead_letter_value(reason_code: Column) -> Column:
     return to_avro(dl, schema_text("DeadLetter"))
 
 
-def route(dec: DataFrame, names: dict[str, str], buckets: int,
-          structure_buckets: dict[str, int] | None = None) -> DataFrame:
+def route(
+    dec: DataFrame, names: dict[str, str], buckets: int, structure_buckets: dict[str, int] | None = None
+) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the
     dead letters and invalid-command replies it passes through (kind P).  One pass over the input."""
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
     spread = F.pmod(F.col("offset"), F.lit(buckets))
-    dead = _routed(unit=F.lit(QUEUES), unit_name=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("timestamp"),
-                   rank=F.lit(0), out_topic=F.lit(topics.DLQ),
-                   out_key=F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"),
-                                       F.col("offset").cast("string")),
-                   out_value=_dead_letter_value(reason_code[F.col("dlq_reason")]))
+    dead = _routed(
+        unit=F.lit(QUEUES),
+        unit_name=F.lit(""),
+        bucket=spread,
+        kind=F.lit("P"),
+        ts=F.unix_millis("timestamp"),
+        rank=F.lit(0),
+        out_topic=F.lit(topics.DLQ),
+        out_key=F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")),
+        out_value=_dead_letter_value(reason_code[F.col("dlq_reason")]),
+    )
     reply = F.struct(
         F.sha2(F.concat_ws("\x1f", F.lit("reply"), F.col("rc.command_id")), 256).substr(1, 32).alias("event_id"),
         F.col("rc.command_id").alias("command_id"),
@@ -272,57 +364,121 @@ def route(dec: DataFrame, names: dict[str, str], buckets: int,
         F.lit(False).alias("ok"),
         F.col("p.error").alias("message"),
     )
-    error_reply = _routed(unit=F.lit(QUEUES), unit_name=F.lit(""), bucket=spread, kind=F.lit("P"), ts=F.unix_millis("rc.ts"),
-                          rank=F.lit(1), out_topic=F.lit(topics.REPLIES), out_key=F.col("rc.command_id"),
-                          out_value=to_avro(reply, schema_text("CommandReply")))
-    fields = dict(qmgr=F.col("ra.qmgr"), event_id=F.col("ra.event_id"), queue=F.col("ra.queue"), op=F.col("ra.op"),
-                  ts=F.unix_millis("ra.ts"), depth_after=F.col("ra.depth_after"), msg_bytes=F.col("ra.msg_bytes"),
-                  structure=F.col("ra.structure"), reason=F.col("ra.reason"), reply=F.lit(False), rank=F.lit(1))
-    activity = _routed(unit=F.lit(QUEUES), unit_name=F.col("ra.qmgr"),
-                       bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)), kind=F.lit("A"), **fields)
+    error_reply = _routed(
+        unit=F.lit(QUEUES),
+        unit_name=F.lit(""),
+        bucket=spread,
+        kind=F.lit("P"),
+        ts=F.unix_millis("rc.ts"),
+        rank=F.lit(1),
+        out_topic=F.lit(topics.REPLIES),
+        out_key=F.col("rc.command_id"),
+        out_value=to_avro(reply, schema_text("CommandReply")),
+    )
+    fields = dict(
+        qmgr=F.col("ra.qmgr"),
+        event_id=F.col("ra.event_id"),
+        queue=F.col("ra.queue"),
+        op=F.col("ra.op"),
+        ts=F.unix_millis("ra.ts"),
+        depth_after=F.col("ra.depth_after"),
+        msg_bytes=F.col("ra.msg_bytes"),
+        structure=F.col("ra.structure"),
+        reason=F.col("ra.reason"),
+        reply=F.lit(False),
+        rank=F.lit(1),
+    )
+    activity = _routed(
+        unit=F.lit(QUEUES),
+        unit_name=F.col("ra.qmgr"),
+        bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)),
+        kind=F.lit("A"),
+        **fields,
+    )
     # the same activity, for its structure's monitor (key: the structure)
     # (its bucket places the structure's key on a partition of its own: see qmon.placement)
     placed = F.lit(0)
     if structure_buckets:
         chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
         placed = F.coalesce(chosen[F.col("ra.structure")], F.lit(0))
-    for_structure = _routed(unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=placed,
-                            kind=F.lit("S"), **fields)
+    for_structure = _routed(
+        unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=placed, kind=F.lit("S"), **fields
+    )
 
     def command(bucket: Column, reply_here: Column, command_id: Column | None = None) -> Column:
-        return _routed(unit=F.lit(QUEUES), unit_name=F.col("rc.qmgr"), qmgr=F.col("rc.qmgr"), bucket=bucket,
-                       kind=F.lit("C"), event_id=F.col("rc.command_id") if command_id is None else command_id,
-                       queue=F.col("p.name"), ts=F.unix_millis("rc.ts"), text=F.col("rc.text"), reply=reply_here,
-                       rank=F.lit(0))
+        return _routed(
+            unit=F.lit(QUEUES),
+            unit_name=F.col("rc.qmgr"),
+            qmgr=F.col("rc.qmgr"),
+            bucket=bucket,
+            kind=F.lit("C"),
+            event_id=F.col("rc.command_id") if command_id is None else command_id,
+            queue=F.col("p.name"),
+            ts=F.unix_millis("rc.ts"),
+            text=F.col("rc.text"),
+            reply=reply_here,
+            rank=F.lit(0),
+        )
 
     fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
     one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True)))
     # every shard replies with its part, told which one in the command id (qmon.mqsc.split_part)
-    parts = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(
-        b, F.lit(True), F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"),
-                                 F.lit(f"/{buckets}"))))
-    payload = F.to_json(F.struct(F.col("rj.library").alias("library"), F.col("rj.attached").alias("attached"),
-                                 F.col("rj.size_kb").alias("size_kb"),
-                                 F.col("rj.threshold_kb").alias("threshold_kb"),
-                                 F.col("rj.receivers").alias("receivers")))
-    journal = _routed(unit=F.lit(QUEUES), unit_name=F.col("rj.qmgr"), qmgr=F.col("rj.qmgr"), bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
-                      kind=F.lit("J"), event_id=F.col("rj.event_id"), queue=F.col("rj.library"),
-                      ts=F.unix_millis("rj.ts"), text=payload, reply=F.lit(False), rank=F.lit(1))
+    parts = F.transform(
+        F.sequence(F.lit(0), F.lit(buckets - 1)),
+        lambda b: command(
+            b,
+            F.lit(True),
+            F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"), F.lit(f"/{buckets}")),
+        ),
+    )
+    payload = F.to_json(
+        F.struct(
+            F.col("rj.library").alias("library"),
+            F.col("rj.attached").alias("attached"),
+            F.col("rj.size_kb").alias("size_kb"),
+            F.col("rj.threshold_kb").alias("threshold_kb"),
+            F.col("rj.receivers").alias("receivers"),
+        )
+    )
+    journal = _routed(
+        unit=F.lit(QUEUES),
+        unit_name=F.col("rj.qmgr"),
+        qmgr=F.col("rj.qmgr"),
+        bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
+        kind=F.lit("J"),
+        event_id=F.col("rj.event_id"),
+        queue=F.col("rj.library"),
+        ts=F.unix_millis("rj.ts"),
+        text=payload,
+        reply=F.lit(False),
+        rank=F.lit(1),
+    )
     topic = F.col("topic")
-    rows = (F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
-            .when(F.col("dlq_reason").isNotNull(), F.array(dead))
-            .when((topic == names[topics.ACTIVITY]) & F.col("ra.structure").isNotNull(),
-                  F.array(activity, for_structure))
-            .when(topic == names[topics.ACTIVITY], F.array(activity))
-            .when(topic == names[topics.CONTROL], F.when(F.col("p.scope") == "qmgr", fan_out)
-                  .when(F.col("p.scope") == "parts", parts).otherwise(one))
-            .otherwise(F.array(journal)))
+    rows = (
+        F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
+        .when(F.col("dlq_reason").isNotNull(), F.array(dead))
+        .when((topic == names[topics.ACTIVITY]) & F.col("ra.structure").isNotNull(), F.array(activity, for_structure))
+        .when(topic == names[topics.ACTIVITY], F.array(activity))
+        .when(
+            topic == names[topics.CONTROL],
+            F.when(F.col("p.scope") == "qmgr", fan_out).when(F.col("p.scope") == "parts", parts).otherwise(one),
+        )
+        .otherwise(F.array(journal))
+    )
     return dec.select(F.explode(rows).alias("x")).select("x.*")
 
 
-def build(raw: DataFrame | dict[str, DataFrame], *, settings: Any, buckets: int, watermark_delay: str,
-          ttl_ms: int, prefix: str = "qmon", structure_settings: Any = None,
-          structure_buckets: dict[str, int] | None = None) -> DataFrame:
+def build(
+    raw: DataFrame | dict[str, DataFrame],
+    *,
+    settings: Any,
+    buckets: int,
+    watermark_delay: str,
+    ttl_ms: int,
+    prefix: str = "qmon",
+    structure_settings: Any = None,
+    structure_buckets: dict[str, int] | None = None,
+) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;

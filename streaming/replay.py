@@ -35,8 +35,16 @@ from qmon.reasons import CODE
 
 logger = logging.getLogger(__name__)
 
-RAW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-                        ("key", pa.binary()), ("value", pa.binary()), ("timestamp_ms", pa.int64())])
+RAW_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("timestamp_ms", pa.int64()),
+    ]
+)
 RAW_DDL = "topic string, partition int, offset long, key binary, value binary, timestamp_ms long"
 
 _ACTIVITY_REQUIRED = ("qmgr", "queue", "op", "ts")
@@ -58,10 +66,21 @@ def dlq_event_id(topic: str, partition: int, offset: int) -> str:
 
 
 def _dead(reason: str, error: str, line_no: int, raw: bytes, ts: int, topic: str, fmt: str) -> dict[str, Any]:
-    return {"topic": topics.DLQ, "event_id": dlq_event_id(topic, 0, line_no), "reason": CODE[reason],
-            "reason_name": reason, "dest_topic": topic, "format": fmt, "put_appl_name": "qmon",
-            "put_time": ts, "partition": 0, "offset": line_no, "error": f"line {line_no}: {error}",
-            "key": None, "value": base64.b64encode(raw).decode()}
+    return {
+        "topic": topics.DLQ,
+        "event_id": dlq_event_id(topic, 0, line_no),
+        "reason": CODE[reason],
+        "reason_name": reason,
+        "dest_topic": topic,
+        "format": fmt,
+        "put_appl_name": "qmon",
+        "put_time": ts,
+        "partition": 0,
+        "offset": line_no,
+        "error": f"line {line_no}: {error}",
+        "key": None,
+        "value": base64.b64encode(raw).decode(),
+    }
 
 
 def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
@@ -76,12 +95,30 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            dead.append(_dead("QMON_INVALID_JSON", f"not valid JSON: {exc.msg} at column {exc.colno}",
-                              line_no, raw, last_ts, topics.ACTIVITY, "QueueActivity"))
+            dead.append(
+                _dead(
+                    "QMON_INVALID_JSON",
+                    f"not valid JSON: {exc.msg} at column {exc.colno}",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
             continue
         if not isinstance(obj, dict):
-            dead.append(_dead("QMON_INVALID_JSON", "a line must be a JSON object", line_no, raw, last_ts,
-                              topics.ACTIVITY, "QueueActivity"))
+            dead.append(
+                _dead(
+                    "QMON_INVALID_JSON",
+                    "a line must be a JSON object",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
             continue
         ts = obj.get("ts")
         if isinstance(ts, int) and not isinstance(ts, bool):
@@ -90,11 +127,19 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
             topic, fmt = topics.CONTROL, "ControlCommand"
             missing = [k for k in ("ts", "qmgr", "command") if obj.get(k) is None]
             if missing:
-                dead.append(_dead("QMON_MISSING_FIELD", f"a command needs {', '.join(missing)}", line_no, raw,
-                                  last_ts, topic, fmt))
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD", f"a command needs {', '.join(missing)}", line_no, raw, last_ts, topic, fmt
+                    )
+                )
                 continue
-            record = {"command_id": str(obj.get("command_id") or f"{source}:{line_no}"), "ts": obj["ts"],
-                      "qmgr": obj["qmgr"], "text": obj["command"], "user": obj.get("user")}
+            record = {
+                "command_id": str(obj.get("command_id") or f"{source}:{line_no}"),
+                "ts": obj["ts"],
+                "qmgr": obj["qmgr"],
+                "text": obj["command"],
+                "user": obj.get("user"),
+            }
             key = str(obj["qmgr"])
         elif "journal" in obj:
             topic, fmt = topics.JOURNAL, "JournalStatus"
@@ -103,40 +148,87 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
             if not isinstance(j, dict):
                 missing.append("journal (an object)")
             else:
-                missing += [f"journal.{k}" for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")
-                            if j.get(k) is None]
+                missing += [
+                    f"journal.{k}"
+                    for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")
+                    if j.get(k) is None
+                ]
             if missing:
-                dead.append(_dead("QMON_MISSING_FIELD", f"journal status needs {', '.join(missing)}", line_no, raw,
-                                  last_ts, topic, fmt))
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD",
+                        f"journal status needs {', '.join(missing)}",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
                 continue
-            record = {"event_id": str(obj.get("event_id") or f"{source}:{line_no}"), "qmgr": obj["qmgr"],
-                      "ts": obj["ts"], **{k: j[k] for k in ("library", "attached", "size_kb", "threshold_kb",
-                                                           "receivers")}}
+            record = {
+                "event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
+                "qmgr": obj["qmgr"],
+                "ts": obj["ts"],
+                **{k: j[k] for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")},
+            }
             key = f"{obj['qmgr']}/{j['library']}"
         elif "op" in obj or "queue" in obj:
             topic, fmt = topics.ACTIVITY, "QueueActivity"
             missing = [k for k in _ACTIVITY_REQUIRED if obj.get(k) is None]
             if missing:
-                dead.append(_dead("QMON_MISSING_FIELD", f"required field(s) missing: {', '.join(missing)}",
-                                  line_no, raw, last_ts, topic, fmt))
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD",
+                        f"required field(s) missing: {', '.join(missing)}",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
                 continue
             if obj["op"] not in _OPS:
-                dead.append(_dead("QMON_UNKNOWN_OP", f"op {obj['op']!r} is not PUT, GET or START", line_no, raw,
-                                  last_ts, topic, fmt))
+                dead.append(
+                    _dead(
+                        "QMON_UNKNOWN_OP",
+                        f"op {obj['op']!r} is not PUT, GET or START",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
                 continue
-            record = {"event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
-                      **{k: obj.get(k) for k in ("qmgr", "queue", "op", "ts", "depth_after", "msg_bytes",
-                                                 "structure", "reason")}}
+            record = {
+                "event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
+                **{
+                    k: obj.get(k)
+                    for k in ("qmgr", "queue", "op", "ts", "depth_after", "msg_bytes", "structure", "reason")
+                },
+            }
             key = f"{obj['qmgr']}/{obj['queue']}"
         else:
-            dead.append(_dead("QMON_UNKNOWN_RECORD", "neither activity (op, queue), a command nor journal status",
-                              line_no, raw, last_ts, topics.ACTIVITY, "QueueActivity"))
+            dead.append(
+                _dead(
+                    "QMON_UNKNOWN_RECORD",
+                    "neither activity (op, queue), a command nor journal status",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
             continue
         try:
             value = avro.encode(fmt, record)
         except (TypeError, ValueError, OverflowError) as exc:
-            dead.append(_dead("QMON_INVALID_FIELD", f"a field has the wrong type: {exc}", line_no, raw, last_ts,
-                              topic, fmt))
+            dead.append(
+                _dead("QMON_INVALID_FIELD", f"a field has the wrong type: {exc}", line_no, raw, last_ts, topic, fmt)
+            )
             continue
         rows.append((topic, 0, line_no, key.encode(), value, int(obj["ts"])))
     return Encoded(rows, dead)
@@ -164,20 +256,33 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     data.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist([dict(zip(RAW_SCHEMA.names, r)) for r in encoded.rows], schema=RAW_SCHEMA)
     pq.write_table(table, data / "part-0.parquet")
-    raw = (spark.readStream.schema(RAW_DDL).parquet(str(data))
-           .withColumn("timestamp", F.timestamp_millis("timestamp_ms")).drop("timestamp_ms"))
+    raw = (
+        spark.readStream.schema(RAW_DDL)
+        .parquet(str(data))
+        .withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
+        .drop("timestamp_ms")
+    )
     placed = structure_buckets(spark, str(workdir / "checkpoint"), [s.strname for s in config.structures])
-    out = build(raw, settings=config.monitor_settings(), structure_settings=config.structure_settings(),
-                buckets=config.job.queue_buckets,
-                watermark_delay="0 seconds", ttl_ms=duration_ms(config.monitor.queue_ttl),
-                structure_buckets=placed)
+    out = build(
+        raw,
+        settings=config.monitor_settings(),
+        structure_settings=config.structure_settings(),
+        buckets=config.job.queue_buckets,
+        watermark_delay="0 seconds",
+        ttl_ms=duration_ms(config.monitor.queue_ttl),
+        structure_buckets=placed,
+    )
     collected: list[Any] = []
 
     def sink(batch: Any, batch_id: int) -> None:
         collected.extend((batch_id, *r) for r in batch.collect())
 
-    query = (out.writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "checkpoint"))
-             .trigger(availableNow=True).start())
+    query = (
+        out.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(workdir / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     if query.exception() is not None:
         raise RuntimeError(f"the replay query failed: {query.exception()}")
@@ -191,7 +296,9 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     return [r for _, r in records]
 
 
-def replay(spark: Any, lines: Iterable[str], config: Config | None = None, source: str = "input") -> list[dict[str, Any]]:
+def replay(
+    spark: Any, lines: Iterable[str], config: Config | None = None, source: str = "input"
+) -> list[dict[str, Any]]:
     config = config or Config()
     workdir = Path(tempfile.mkdtemp(prefix="qmon-replay-"))
     try:

@@ -30,8 +30,9 @@ def packages() -> str:
     return os.environ.get("QMON_SPARK_PACKAGES") or ",".join(DEFAULT_PACKAGES)
 
 
-def session(master: str = "local[*]", app_name: str = "qmon", shuffle_partitions: int = 4,
-            extra: dict[str, Any] | None = None):
+def session(
+    master: str = "local[*]", app_name: str = "qmon", shuffle_partitions: int = 4, extra: dict[str, Any] | None = None
+):
     """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers."""
     # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

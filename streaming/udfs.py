@@ -9,8 +9,14 @@ from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
 from qmon.mqsc import MqscError, parse_command, split_script
 
-PARSED = StructType([StructField("ok", BooleanType()), StructField("error", StringType()),
-                     StructField("scope", StringType()), StructField("name", StringType())])
+PARSED = StructType(
+    [
+        StructField("ok", BooleanType()),
+        StructField("error", StringType()),
+        StructField("scope", StringType()),
+        StructField("name", StringType()),
+    ]
+)
 
 
 def parse_text(text: str | None) -> tuple[bool, str | None, str | None, str | None]:

@@ -28,8 +28,9 @@ def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) 
         return {}
     # an inline table: Spark folds the projection into a local relation on the driver (no job)
     values = ", ".join(f"({_sql_string(n)}, {b})" for n in names for b in range(tries))
-    df = spark.sql(f"SELECT n, b, pmod(hash('{STRUCTURE}', n, b), {int(partitions)}) AS p "
-                   f"FROM VALUES {values} AS t(n, b)")
+    df = spark.sql(
+        f"SELECT n, b, pmod(hash('{STRUCTURE}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)"
+    )
     return {(r.n, r.b): r.p for r in df.collect()}
 
 

@@ -90,8 +90,9 @@ def replay_factory(spark: Any) -> Callable[..., list[dict[str, Any]]]:
     return run
 
 
-def assert_eventually(check: Callable[[], Any], timeout: float = 120.0, interval: float = 0.5,
-                      query: Any = None) -> Any:
+def assert_eventually(
+    check: Callable[[], Any], timeout: float = 120.0, interval: float = 0.5, query: Any = None
+) -> Any:
     """Poll ``check`` until it returns a truthy value; re-raise the query's failure if it died."""
     deadline = time.monotonic() + timeout
     last: Any = None

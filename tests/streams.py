@@ -22,11 +22,13 @@ _COMMANDS = [
 ]
 
 
-def random_stream(rng: random.Random, qmgr: str, n: int = 60, queues: int = 3,
-                  t0: int = 1_700_000_000_000) -> list[dict[str, Any]]:
+def random_stream(
+    rng: random.Random, qmgr: str, n: int = 60, queues: int = 3, t0: int = 1_700_000_000_000
+) -> list[dict[str, Any]]:
     names = [f"Q{i}" for i in range(queues)]
-    out: list[dict[str, Any]] = [{"ts": t0, "qmgr": qmgr, "command": "ALTER QMGR PERFMEV(ENABLED)",
-                                  "command_id": f"{qmgr}-c"}]
+    out: list[dict[str, Any]] = [
+        {"ts": t0, "qmgr": qmgr, "command": "ALTER QMGR PERFMEV(ENABLED)", "command_id": f"{qmgr}-c"}
+    ]
     t = t0
     for i in range(n):
         t += rng.choice([0, 1, 50, 400, 1000, 2500, 6000])
@@ -73,8 +75,15 @@ def random_structure_stream(rng: random.Random, n: int = 400, t0: int = 1_700_00
         s = rng.choices(structures, weights=[5, 5, 1, 0.2])[0]
         q = rng.choice(queues)
         nbytes = rng.choice([None, 100, 512, 513, 900, 3000, 5000]) if op == "PUT" or rng.random() < 0.5 else None
-        rec: dict[str, Any] = {"event_id": f"s-{i}", "qmgr": rng.choice(["IMSA", "IMSB"]), "queue": q, "op": op,
-                               "ts": t, "msg_bytes": nbytes, "structure": s}
+        rec: dict[str, Any] = {
+            "event_id": f"s-{i}",
+            "qmgr": rng.choice(["IMSA", "IMSB"]),
+            "queue": q,
+            "op": op,
+            "ts": t,
+            "msg_bytes": nbytes,
+            "structure": s,
+        }
         if rng.random() < 0.02:
             rec["reason"] = 2053
         out.append(rec)

@@ -20,8 +20,9 @@ def processes_left(pgid: int, wait: float = 20.0) -> list[str]:
     """Live (non-zombie) processes of a process group, after giving exited ones time to be reaped."""
     deadline = time.monotonic() + wait
     while True:
-        out = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True,
-                             text=True).stdout.strip()
+        out = subprocess.run(
+            ["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
+        ).stdout.strip()
         live = [p for p in out.splitlines() if " Z" not in p[:12]]
         if not live or time.monotonic() > deadline:
             return live
@@ -30,16 +31,32 @@ def processes_left(pgid: int, wait: float = 20.0) -> list[str]:
 
 def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--duration", "45",
-                             "--dir", str(tmp_path / "demo")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "qmon.cli",
+            "--log-level",
+            "WARNING",
+            "demo",
+            "--duration",
+            "45",
+            "--dir",
+            str(tmp_path / "demo"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, err[-3000:]
-    summary = out[out.index("qmon demo summary"):]
+    summary = out[out.index("qmon demo summary") :]
     counts = {line.split()[0]: int(line.split()[1]) for line in summary.splitlines()[1:] if line.strip()}
     assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, summary
     assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, summary
@@ -56,9 +73,14 @@ def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
     """Ctrl-C at a terminal sends SIGINT to the whole foreground process group: the demo stops the
     simulator, the job, Spark and the broker, prints its summary, and leaves nothing running."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--dir",
-                             str(tmp_path / "demo")], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--dir", str(tmp_path / "demo")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     lines = []
     try:
         assert proc.stdout is not None

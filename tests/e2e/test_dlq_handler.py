@@ -35,8 +35,11 @@ T0 = 1_700_000_000_000
 def read_raw(bootstrap: str, topic: str, idle: float = 3.0) -> list[tuple[bytes | None, bytes | None, dict]]:
     from confluent_kafka import Consumer
 
-    c = Consumer(client_config(bootstrap, **{"group.id": f"t-{uuid.uuid4()}", "auto.offset.reset": "earliest",
-                                             "enable.auto.commit": False}))
+    c = Consumer(
+        client_config(
+            bootstrap, **{"group.id": f"t-{uuid.uuid4()}", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        )
+    )
     c.subscribe([topic])
     out = []
     last = time.monotonic()
@@ -60,12 +63,24 @@ def create(bootstrap: str, *names: str) -> None:
 
 
 def make_dead_letters(spark: Any, bootstrap: str, prefix: str, tmp_path: Any) -> dict[str, bytes]:
-    config = Config.model_validate({"kafka": {"topic_prefix": prefix, "partitions": 1},
-                                    "job": {"queue_buckets": 1, "shuffle_partitions": 2,
-                                            "watermark_delay": "0 seconds"}})
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 1},
+            "job": {"queue_buckets": 1, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+        }
+    )
     ensure_topics(bootstrap, 1, prefix=prefix)
-    good = {"event_id": "a1", "qmgr": "QM1", "queue": "Q1", "op": "PUT", "ts": T0, "depth_after": None,
-            "msg_bytes": 10, "structure": None, "reason": None}
+    good = {
+        "event_id": "a1",
+        "qmgr": "QM1",
+        "queue": "Q1",
+        "op": "PUT",
+        "ts": T0,
+        "depth_after": None,
+        "msg_bytes": 10,
+        "structure": None,
+        "reason": None,
+    }
     values = {"undecodable": b"\x07garbage", "too_long": avro.encode("QueueActivity", {**good, "queue": "Q" * 60})}
     produce_rows(bootstrap, [(topics.physical(topics.ACTIVITY, prefix), b"k", v) for v in values.values()])
     send_commands(bootstrap, "QM1", ["DROP TABLE QUEUES"], ts=T0, prefix=prefix)
@@ -90,9 +105,11 @@ REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) HEADER(NO) RETRY(2)
     lines: list[str] = []
     totals = Handler(kafka_bootstrap, table, prefix=prefix, printer=lines.append).run()
     assert (totals.processed, totals.forwarded, totals.retried, totals.ignored) == (3, 1, 1, 1)
-    assert lines[-1].startswith("dlq-handler stopped after scan") and \
-        "processed 3, forwarded 1, retried 1, discarded 0, ignored 1; " in lines[-1] and \
-        "1 record(s) left on the DLQ (ignored), 0 waiting for a retry" in lines[-1], lines
+    assert (
+        lines[-1].startswith("dlq-handler stopped after scan")
+        and "processed 3, forwarded 1, retried 1, discarded 0, ignored 1; " in lines[-1]
+        and "1 record(s) left on the DLQ (ignored), 0 waiting for a retry" in lines[-1]
+    ), lines
     assert (totals.attempts, totals.failed) == (4, 2)  # FWD 1, RETRY 1, the missing topic's RETRY(2): 2 failed
     scans = [line for line in lines if line.startswith("dlq-handler scan ")]
     assert scans and sum(int(line.split("processed ")[1].split(",")[0]) for line in scans) == 3, lines
@@ -110,8 +127,9 @@ REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) HEADER(NO) RETRY(2)
     totals = Handler(kafka_bootstrap, table, prefix=prefix, printer=lines.append).run()
     assert (totals.processed, totals.attempts) == (0, 0)
     # rules are read at start (seed 002): a table whose rule allows 3 attempts gives it exactly one more
-    more = parse_rules(table_text.replace(f"FWDQ({missing}) HEADER(NO) RETRY(2)",
-                                          f"FWDQ({missing}) HEADER(NO) RETRY(3)"))
+    more = parse_rules(
+        table_text.replace(f"FWDQ({missing}) HEADER(NO) RETRY(2)", f"FWDQ({missing}) HEADER(NO) RETRY(3)")
+    )
     assert more.rules[2].retry == 3
     totals = Handler(kafka_bootstrap, more, prefix=prefix, printer=lines.append).run()
     assert (totals.processed, totals.forwarded, totals.attempts) == (1, 1, 1)
@@ -130,16 +148,34 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
     out = f"{prefix}.all"
     create(kafka_bootstrap, out)
     rules = tmp_path / "kill.rules"
-    rules.write_text(f"INPUTQ({prefix}.dlq) RETRYINT(1) WAIT(NO)\n"
-                     f"REASON(QMON_INVALID_FIELD) ACTION(RETRY)\n"
-                     f"ACTION(FWD) FWDQ({out}) HEADER(YES)\n")
+    rules.write_text(
+        f"INPUTQ({prefix}.dlq) RETRYINT(1) WAIT(NO)\n"
+        f"REASON(QMON_INVALID_FIELD) ACTION(RETRY)\n"
+        f"ACTION(FWD) FWDQ({out}) HEADER(YES)\n"
+    )
     cfg = tmp_path / "qmon.yaml"
     cfg.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
-    cli = [sys.executable, "-m", "qmon.cli", "dlq-handler", "--rules", str(rules), "--config", str(cfg),
-           "--bootstrap", kafka_bootstrap]
+    cli = [
+        sys.executable,
+        "-m",
+        "qmon.cli",
+        "dlq-handler",
+        "--rules",
+        str(rules),
+        "--config",
+        str(cfg),
+        "--bootstrap",
+        kafka_bootstrap,
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # the first handler writes its batch (forwards, a retry) and is killed before it commits
-    proc = subprocess.Popen(cli, env={**env, "QMON_FAULT_PAUSE_BEFORE_COMMIT": "60"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cli,
+        env={**env, "QMON_FAULT_PAUSE_BEFORE_COMMIT": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     time.sleep(8)
     assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""  # paused inside its transaction
     proc.send_signal(signal.SIGKILL)
@@ -148,9 +184,12 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
     assert done.returncode == 0, done.stdout + done.stderr
     forwarded = read_raw(kafka_bootstrap, out)
     assert sorted(avro.decode("DeadLetter", v)["reason_name"] for _, v, _ in forwarded) == [
-        "QMON_INVALID_COMMAND", "QMON_UNDECODABLE"]  # each exactly once, whatever the kill interrupted
-    retried = [v for _, v, h in read_raw(kafka_bootstrap, topics.physical(topics.ACTIVITY, prefix))
-               if "qmon.dlq.source" in h]
+        "QMON_INVALID_COMMAND",
+        "QMON_UNDECODABLE",
+    ]  # each exactly once, whatever the kill interrupted
+    retried = [
+        v for _, v, h in read_raw(kafka_bootstrap, topics.physical(topics.ACTIVITY, prefix)) if "qmon.dlq.source" in h
+    ]
     assert len(retried) == 1
 
 
@@ -160,18 +199,40 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
 def dead_letter(reason: str, dest: str, put_ms: int, value: bytes) -> bytes:
     from qmon.reasons import CODE
 
-    return avro.encode("DeadLetter", {
-        "event_id": uuid.uuid4().hex, "reason": CODE[reason], "reason_name": reason, "dest_topic": dest,
-        "format": "QueueActivity", "put_appl_name": "qmon", "put_time": put_ms, "partition": 0, "offset": 0,
-        "error": "made by the test", "key": b"k", "value": value})
+    return avro.encode(
+        "DeadLetter",
+        {
+            "event_id": uuid.uuid4().hex,
+            "reason": CODE[reason],
+            "reason_name": reason,
+            "dest_topic": dest,
+            "format": "QueueActivity",
+            "put_appl_name": "qmon",
+            "put_time": put_ms,
+            "partition": 0,
+            "offset": 0,
+            "error": "made by the test",
+            "key": b"k",
+            "value": value,
+        },
+    )
 
 
 def wait_for_records(bootstrap: str, topic: str, count: int, timeout: float) -> list[bytes]:
     """The values of the first ``count`` committed records of ``topic``, polling for at most ``timeout`` s."""
     from confluent_kafka import Consumer
 
-    c = Consumer(client_config(bootstrap, **{"group.id": f"t-{uuid.uuid4()}", "auto.offset.reset": "earliest",
-                                             "enable.auto.commit": False, "isolation.level": "read_committed"}))
+    c = Consumer(
+        client_config(
+            bootstrap,
+            **{
+                "group.id": f"t-{uuid.uuid4()}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
     c.subscribe([topic])
     out: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -203,12 +264,18 @@ def test_a_retry_to_a_missing_topic_does_not_delay_a_later_record_a_fwd_rule_han
     create(kafka_bootstrap, dlq, fwd)
     retryint = 30  # the RETRY's first attempt is due 30 s after its put time, then every 30 s, 5 times
     put_ms = int(time.time() * 1000)
-    produce_rows(kafka_bootstrap, [
-        (dlq, b"first", dead_letter("QMON_INVALID_FIELD", gone, put_ms, b"waits")),
-        (dlq, b"later", dead_letter("QMON_UNDECODABLE", f"{prefix}.activity", put_ms, b"forwarded"))])
-    table = parse_rules(f"INPUTQ({dlq}) RETRYINT({retryint}) WAIT(YES)\n"
-                        f"REASON(QMON_INVALID_FIELD) ACTION(RETRY) RETRY(5)\n"
-                        f"REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({fwd}) HEADER(NO)\n")
+    produce_rows(
+        kafka_bootstrap,
+        [
+            (dlq, b"first", dead_letter("QMON_INVALID_FIELD", gone, put_ms, b"waits")),
+            (dlq, b"later", dead_letter("QMON_UNDECODABLE", f"{prefix}.activity", put_ms, b"forwarded")),
+        ],
+    )
+    table = parse_rules(
+        f"INPUTQ({dlq}) RETRYINT({retryint}) WAIT(YES)\n"
+        f"REASON(QMON_INVALID_FIELD) ACTION(RETRY) RETRY(5)\n"
+        f"REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({fwd}) HEADER(NO)\n"
+    )
     lines: list[str] = []
     handler = Handler(kafka_bootstrap, table, prefix=prefix, group=group, printer=lines.append)
     stop = threading.Event()
@@ -252,10 +319,13 @@ def test_a_record_whose_rules_all_failed_is_attempted_retry_times_in_total_acros
     prefix = f"r{uuid.uuid4().hex[:8]}"
     dlq, missing, group = f"{prefix}.dlq", f"{prefix}.missing", f"{prefix}-handler"
     create(kafka_bootstrap, dlq)
-    produce_rows(kafka_bootstrap, [(dlq, b"k", dead_letter("QMON_UNDECODABLE", f"{prefix}.activity",
-                                                           int(time.time() * 1000), b"never"))])
-    table = parse_rules(f"INPUTQ({dlq}) RETRYINT(1) WAIT(YES)\n"
-                        f"REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) RETRY(3)\n")
+    produce_rows(
+        kafka_bootstrap,
+        [(dlq, b"k", dead_letter("QMON_UNDECODABLE", f"{prefix}.activity", int(time.time() * 1000), b"never"))],
+    )
+    table = parse_rules(
+        f"INPUTQ({dlq}) RETRYINT(1) WAIT(YES)\nREASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) RETRY(3)\n"
+    )
     caplog.set_level(logging.INFO, logger="connectors.dlqhandler")
     lines: list[str] = []
     handler = Handler(kafka_bootstrap, table, prefix=prefix, group=group, printer=lines.append)

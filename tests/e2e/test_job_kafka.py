@@ -25,14 +25,32 @@ T0 = 1_700_000_000_000
 
 
 def config_for(prefix: str, **job: Any) -> Config:
-    return Config.model_validate({"kafka": {"topic_prefix": prefix, "partitions": 2},
-                                  "job": {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "500 ms",
-                                          "watermark_delay": "0 seconds", **job}})
+    return Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {
+                "queue_buckets": 2,
+                "shuffle_partitions": 2,
+                "trigger": "500 ms",
+                "watermark_delay": "0 seconds",
+                **job,
+            },
+        }
+    )
 
 
 def activity(i: int, op: str, ts: int, queue: str = "PAYROLL.IN", qmgr: str = "QM1", **kw: Any) -> dict[str, Any]:
-    rec = {"event_id": f"{qmgr}-{queue}-{i}", "qmgr": qmgr, "queue": queue, "op": op, "ts": T0 + ts,
-           "depth_after": None, "msg_bytes": 100, "structure": None, "reason": None}
+    rec = {
+        "event_id": f"{qmgr}-{queue}-{i}",
+        "qmgr": qmgr,
+        "queue": queue,
+        "op": op,
+        "ts": T0 + ts,
+        "depth_after": None,
+        "msg_bytes": 100,
+        "structure": None,
+        "reason": None,
+    }
     rec.update(kw)
     return rec
 
@@ -58,14 +76,23 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     send_commands(kafka_bootstrap, "QM1", ["ALTER QMGR PERFMEV(ENABLED)"], ts=T0, prefix=prefix)
-    send_commands(kafka_bootstrap, "QM1", ["ALTER QLOCAL(PAYROLL.IN) QSVCINT(1000) QSVCIEV(HIGH)",
-                                           "ALTER QLOCAL(PAYROLL.IN) QSVCIEV(SOMETIMES)",
-                                           "DROP EVERYTHING"], ts=T0, prefix=prefix)
+    send_commands(
+        kafka_bootstrap,
+        "QM1",
+        [
+            "ALTER QLOCAL(PAYROLL.IN) QSVCINT(1000) QSVCIEV(HIGH)",
+            "ALTER QLOCAL(PAYROLL.IN) QSVCIEV(SOMETIMES)",
+            "DROP EVERYTHING",
+        ],
+        ts=T0,
+        prefix=prefix,
+    )
     good = [activity(1, "PUT", 1_000), activity(2, "PUT", 5_000), activity(3, "GET", 6_000)]
     valid_framed = avro.encode("QueueActivity", activity(4, "GET", 7_000), schema_id=7)  # Confluent wire format
     truncated = avro.encode("QueueActivity", activity(5, "PUT", 8_000))[:-3]
-    wrong_schema = avro.encode("ControlCommand", {"command_id": "x", "ts": T0, "qmgr": "QM1", "text": "PING QMGR",
-                                                  "user": None})
+    wrong_schema = avro.encode(
+        "ControlCommand", {"command_id": "x", "ts": T0, "qmgr": "QM1", "text": "PING QMGR", "user": None}
+    )
     too_long = activity(6, "PUT", 9_000, queue="Q" * 60)
     negative = activity(7, "PUT", 9_500, depth_after=-5)
     bad = [os.urandom(40), b"", truncated, wrong_schema, too_long, negative]
@@ -74,7 +101,7 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
 
     out = outputs(kafka_bootstrap, prefix)
     dead = [r for t, r in out if t == topics.DLQ]
-    bad_values = produced[len(good) + 1:]
+    bad_values = produced[len(good) + 1 :]
     activity_dead = [d for d in dead if d["dest_topic"] == topics.physical(topics.ACTIVITY, prefix)]
     assert sorted(d["value"] for d in activity_dead) == sorted(bad_values)  # original bytes, untouched
     reasons = {bytes(d["value"]): d["reason_name"] for d in activity_dead}
@@ -144,18 +171,30 @@ def test_alter_qlocal_with_qmon_mqsc_while_the_job_runs(spark, kafka_bootstrap, 
         cfg_file = tmp_path / "qmon.yaml"
         cfg_file.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cli = [sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "mqsc", "--config", str(cfg_file),
-               "--bootstrap", kafka_bootstrap, "--timeout", "120"]
+        cli = [
+            sys.executable,
+            "-m",
+            "qmon.cli",
+            "--log-level",
+            "WARNING",
+            "mqsc",
+            "--config",
+            str(cfg_file),
+            "--bootstrap",
+            kafka_bootstrap,
+            "--timeout",
+            "120",
+        ]
         ok = subprocess.run([*cli, "ALTER QMGR PERFMEV(ENABLED)"], capture_output=True, text=True, env=env)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         script = tmp_path / "alter.mqsc"
-        script.write_text("* slow down alarms on the payroll queue\nALTER QLOCAL(PAYROLL.IN) +\n  QSVCINT(2000) +\n"
-                          "  QSVCIEV(HIGH)\n")
+        script.write_text(
+            "* slow down alarms on the payroll queue\nALTER QLOCAL(PAYROLL.IN) +\n  QSVCINT(2000) +\n  QSVCIEV(HIGH)\n"
+        )
         ok = subprocess.run([*cli, "-f", str(script)], capture_output=True, text=True, env=env)
         assert ok.returncode == 0, ok.stdout + ok.stderr
         assert "AMQ8008I" in ok.stdout and "All valid MQSC commands were processed" in ok.stdout
-        bad = subprocess.run([*cli, "ALTER QLOCAL(PAYROLL.IN) QSVCINT(soon)"], capture_output=True, text=True,
-                             env=env)
+        bad = subprocess.run([*cli, "ALTER QLOCAL(PAYROLL.IN) QSVCINT(soon)"], capture_output=True, text=True, env=env)
         assert bad.returncode == 1 and "QSVCINT" in bad.stdout
 
         import time as _time
@@ -165,8 +204,9 @@ def test_alter_qlocal_with_qmon_mqsc_while_the_job_runs(spark, kafka_bootstrap, 
         events: list[dict[str, Any]] = []
 
         def collect() -> None:
-            for t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, timeout=120,
-                                   stop=lambda t, r: True):
+            for t, r, _ in consume(
+                kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, timeout=120, stop=lambda t, r: True
+            ):
                 events.append(r)
 
         th = threading.Thread(target=collect)
@@ -189,16 +229,20 @@ def test_docker_files_are_consistent():
 
 def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
     """SPEC §5 through the real path: alter, overflow mode and candidates, from Avro on Kafka to Avro on Kafka."""
-    config = Config.model_validate({
-        "kafka": {"topic_prefix": prefix, "partitions": 2},
-        "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
-        "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
-        "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
-    })
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
+            "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
+        }
+    )
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     recs = [activity(i, "PUT", i, queue="1KEEPME", qmgr="IMSA", structure="MSGQ1", msg_bytes=512) for i in range(14)]
-    recs += [activity(100 + i, "PUT", 100 + i, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=1024)
-             for i in range(7)]  # 14 + 14 = 28 / 40 = 70% at SIZE after the first alter
+    recs += [
+        activity(100 + i, "PUT", 100 + i, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=1024)
+        for i in range(7)
+    ]  # 14 + 14 = 28 / 40 = 70% at SIZE after the first alter
     produce_activity(kafka_bootstrap, prefix, recs)
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
@@ -206,23 +250,31 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     assert ("STRUCTURE_ALTERED", "INFO") in alerts and ("OVERFLOW_MODE_ENTERED", "FIRING") in alerts
     cands = [r for t, r in out if t == topics.OVERFLOW]
     assert len(cands) == 1
-    assert [(c["queue"], c["decision"]) for c in cands[0]["candidates"]] == [("1KEEPME", "reject"),
-                                                                             ("1PAYROLL", "approve")]
+    assert [(c["queue"], c["decision"]) for c in cands[0]["candidates"]] == [
+        ("1KEEPME", "reject"),
+        ("1PAYROLL", "approve"),
+    ]
 
 
 def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path):
     """Duplicate suppression through the real path, across micro-batches (the remembered event ids
     are stored, packed, in the state): a redelivered PUT counts neither on its queue's depth nor on
     its structure's usage; the next new PUT is the one that reaches both thresholds."""
-    config = Config.model_validate({
-        "kafka": {"topic_prefix": prefix, "partitions": 2},
-        "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
-        "structures": [{"strname": "MSGQ1", "size": 100}],  # 200 data elements; a 51,200-byte put is half
-    })
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "structures": [{"strname": "MSGQ1", "size": 100}],  # 200 data elements; a 51,200-byte put is half
+        }
+    )
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    send_commands(kafka_bootstrap, "IMSA", ["ALTER QMGR PERFMEV(ENABLED)",
-                                            "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
-                  ts=T0, prefix=prefix)
+    send_commands(
+        kafka_bootstrap,
+        "IMSA",
+        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
+        ts=T0,
+        prefix=prefix,
+    )
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     second = activity(2, "PUT", 3_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     ckpt = str(tmp_path / "ckpt")
@@ -241,14 +293,24 @@ def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, ka
     """SPEC §6 through the real path: both clients get WorkAvailable when the queue gets work."""
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    send_commands(kafka_bootstrap, "PLEX1", ["REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)",
-                                             "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)"], ts=T0, prefix=prefix)
-    produce_activity(kafka_bootstrap, prefix, [
-        activity(1, "PUT", 1_000, queue="1PAYTRAN", qmgr="PLEX1"),
-        activity(2, "PUT", 2_000, queue="1PAYTRAN", qmgr="PLEX1"),   # not empty before: no notification
-        activity(3, "GET", 3_000, queue="1PAYTRAN", qmgr="PLEX1"),
-        activity(4, "GET", 4_000, queue="1PAYTRAN", qmgr="PLEX1"),   # empty: never a notification
-        activity(5, "PUT", 5_000, queue="1PAYTRAN", qmgr="PLEX1")])
+    send_commands(
+        kafka_bootstrap,
+        "PLEX1",
+        ["REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)"],
+        ts=T0,
+        prefix=prefix,
+    )
+    produce_activity(
+        kafka_bootstrap,
+        prefix,
+        [
+            activity(1, "PUT", 1_000, queue="1PAYTRAN", qmgr="PLEX1"),
+            activity(2, "PUT", 2_000, queue="1PAYTRAN", qmgr="PLEX1"),  # not empty before: no notification
+            activity(3, "GET", 3_000, queue="1PAYTRAN", qmgr="PLEX1"),
+            activity(4, "GET", 4_000, queue="1PAYTRAN", qmgr="PLEX1"),  # empty: never a notification
+            activity(5, "PUT", 5_000, queue="1PAYTRAN", qmgr="PLEX1"),
+        ],
+    )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
     notes = sorted((r["client"], ms(r["ts"]) - T0, r["depth"]) for t, r in out if t == topics.NOTIFY)
@@ -260,11 +322,24 @@ def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tm
     """SPEC §8 through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on qmon.events.structure."""
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    status = {"event_id": "j1", "qmgr": "PAYQM", "ts": T0, "library": "QMPAYLIB", "attached": "AMQA099999",
-              "size_kb": 10, "threshold_kb": 100_000, "receivers": ["AMQA099999", "AMQA000000"]}
+    status = {
+        "event_id": "j1",
+        "qmgr": "PAYQM",
+        "ts": T0,
+        "library": "QMPAYLIB",
+        "attached": "AMQA099999",
+        "size_kb": 10,
+        "threshold_kb": 100_000,
+        "receivers": ["AMQA099999", "AMQA000000"],
+    }
     bad = {**status, "event_id": "j2", "attached": "AMQZ12"}
-    produce_rows(kafka_bootstrap, [(topics.physical(topics.JOURNAL, prefix), b"PAYQM/QMPAYLIB",
-                                    avro.encode("JournalStatus", r)) for r in (status, bad)])
+    produce_rows(
+        kafka_bootstrap,
+        [
+            (topics.physical(topics.JOURNAL, prefix), b"PAYQM/QMPAYLIB", avro.encode("JournalStatus", r))
+            for r in (status, bad)
+        ],
+    )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
     alerts = [r for t, r in out if t == topics.STRUCTURE]

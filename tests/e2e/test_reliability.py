@@ -30,8 +30,17 @@ T0 = 1_700_000_000_000
 
 
 def act(i: int, **kw: Any) -> dict[str, Any]:
-    rec = {"event_id": f"f{i}", "qmgr": "QM1", "queue": "Q1", "op": "PUT", "ts": T0 + i, "depth_after": None,
-           "msg_bytes": 10, "structure": None, "reason": None}
+    rec = {
+        "event_id": f"f{i}",
+        "qmgr": "QM1",
+        "queue": "Q1",
+        "op": "PUT",
+        "ts": T0 + i,
+        "depth_after": None,
+        "msg_bytes": 10,
+        "structure": None,
+        "reason": None,
+    }
     rec.update(kw)
     return rec
 
@@ -41,24 +50,54 @@ def cmd(i: int, text: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead_lettered(
-        spark, kafka_bootstrap, tmp_path):
+    spark, kafka_bootstrap, tmp_path
+):
     prefix = f"h{uuid.uuid4().hex[:8]}"
     rng = random.Random(4)
-    good_act = [act(i, queue=rng.choice(["Q1", "Q" * 48, "ÄÖÜ.Q"]), qmgr=rng.choice(["QM1", "NEVER.SEEN.QM", "X" * 48]),
-                    ts=rng.choice([0, 1, T0 + i, 253_402_300_799_999]), depth_after=rng.choice([None, 0, 10**12]))
-                for i in range(40)]
+    good_act = [
+        act(
+            i,
+            queue=rng.choice(["Q1", "Q" * 48, "ÄÖÜ.Q"]),
+            qmgr=rng.choice(["QM1", "NEVER.SEEN.QM", "X" * 48]),
+            ts=rng.choice([0, 1, T0 + i, 253_402_300_799_999]),
+            depth_after=rng.choice([None, 0, 10**12]),
+        )
+        for i in range(40)
+    ]
     bad_act = [os.urandom(rng.randint(0, 200)) for _ in range(30)]
     valid = avro.encode("QueueActivity", act(999))
-    bad_act += [valid[:n] for n in range(1, len(valid), 3)]                             # truncated
-    bad_act += [avro.encode("ControlCommand", cmd(1, "PING QMGR"))]                     # wrong schema
-    bad_act += [avro.encode("QueueActivity", act(1000 + i, **kw)) for i, kw in enumerate([
-        {"queue": "Q" * 100_000}, {"qmgr": ""}, {"event_id": ""}, {"depth_after": -1}, {"msg_bytes": -5},
-        {"ts": -1}, {"structure": "S" * 17}])]
-    good_cmd = [cmd(i, t) for i, t in enumerate(["PING QMGR", "ALTER QMGR PERFMEV(ENABLED)",
-                                                 "ALTER QLOCAL(Q1) QSVCINT(5) QSVCIEV(HIGH)"])]
-    bad_cmd_records = [cmd(10 + i, t) for i, t in enumerate(["ALTER QLOCAL(Q1) QSVCINT(" + "9" * 10_000 + ")",
-                                                            "", "DEFINE QLOCAL(" + "Q" * 49 + ")", "\x00\x01\x02",
-                                                            "REGISTER INTEREST QUEUE(9OTMA) CLIENT(X)"])]
+    bad_act += [valid[:n] for n in range(1, len(valid), 3)]  # truncated
+    bad_act += [avro.encode("ControlCommand", cmd(1, "PING QMGR"))]  # wrong schema
+    bad_act += [
+        avro.encode("QueueActivity", act(1000 + i, **kw))
+        for i, kw in enumerate(
+            [
+                {"queue": "Q" * 100_000},
+                {"qmgr": ""},
+                {"event_id": ""},
+                {"depth_after": -1},
+                {"msg_bytes": -5},
+                {"ts": -1},
+                {"structure": "S" * 17},
+            ]
+        )
+    ]
+    good_cmd = [
+        cmd(i, t)
+        for i, t in enumerate(["PING QMGR", "ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(Q1) QSVCINT(5) QSVCIEV(HIGH)"])
+    ]
+    bad_cmd_records = [
+        cmd(10 + i, t)
+        for i, t in enumerate(
+            [
+                "ALTER QLOCAL(Q1) QSVCINT(" + "9" * 10_000 + ")",
+                "",
+                "DEFINE QLOCAL(" + "Q" * 49 + ")",
+                "\x00\x01\x02",
+                "REGISTER INTEREST QUEUE(9OTMA) CLIENT(X)",
+            ]
+        )
+    ]
     bad_cmd = [avro.encode("ControlCommand", c) for c in bad_cmd_records] + [os.urandom(30) for _ in range(5)]
     bad_jrn = [os.urandom(25) for _ in range(5)]
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
@@ -69,9 +108,12 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
     rows += [(topics.physical(topics.JOURNAL, prefix), None, v) for v in bad_jrn]
     rng.shuffle(rows)
     produce_rows(kafka_bootstrap, rows)
-    config = Config.model_validate({"kafka": {"topic_prefix": prefix, "partitions": 2},
-                                    "job": {"queue_buckets": 2, "shuffle_partitions": 2,
-                                            "watermark_delay": "0 seconds"}})
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+        }
+    )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = [(t, r) for t, r, _ in consume(kafka_bootstrap, topics.OUTPUTS, prefix=prefix, idle=5, timeout=120)]
     dead = [r for t, r in out if t == topics.DLQ]
@@ -100,22 +142,47 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
     prefix = f"x{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     cfg = tmp_path / "qmon.yaml"
-    cfg.write_text(json.dumps({"kafka": {"topic_prefix": prefix, "partitions": 2},
-                               "monitor": {"perfmev": "ENABLED"},
-                               "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
-                               "job": {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "300 ms",
-                                       "watermark_delay": "0 seconds", "max_offsets_per_trigger": 40}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "kafka": {"topic_prefix": prefix, "partitions": 2},
+                "monitor": {"perfmev": "ENABLED"},
+                "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
+                "job": {
+                    "queue_buckets": 2,
+                    "shuffle_partitions": 2,
+                    "trigger": "300 ms",
+                    "watermark_delay": "0 seconds",
+                    "max_offsets_per_trigger": 40,
+                },
+            }
+        )
+    )
     work = _workload(900)
     src = topics.physical(topics.ACTIVITY, prefix)
-    cli = [sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "run", "--config", str(cfg),
-           "--bootstrap", kafka_bootstrap, "--checkpoint", str(tmp_path / "ckpt")]
+    cli = [
+        sys.executable,
+        "-m",
+        "qmon.cli",
+        "--log-level",
+        "WARNING",
+        "run",
+        "--config",
+        str(cfg),
+        "--bootstrap",
+        kafka_bootstrap,
+        "--checkpoint",
+        str(tmp_path / "ckpt"),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     chunks = [work[:300], work[300:600], work[600:]]
     for chunk in chunks[:2]:
-        produce_rows(kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r))
-                                       for r in chunk])
-        proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        produce_rows(
+            kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunk]
+        )
+        proc = subprocess.Popen(
+            cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         # wait until it has written something, then kill it without warning, mid-stream
         deadline = time.monotonic() + 180
         seen = 0
@@ -124,14 +191,23 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
         time.sleep(2)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    produce_rows(kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r))
-                                   for r in chunks[2]])
+    produce_rows(
+        kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunks[2]]
+    )
     done = subprocess.run([*cli, "--available-now"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    got = [r["event_id"] for t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE, topics.STRUCTURE],
-                                                prefix=prefix, idle=5, timeout=120)]
-    settings = MonitorSettings(perfmev="ENABLED", queue_defaults=Config.model_validate(
-        {"queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]}).monitor_settings().queue_defaults)
+    got = [
+        r["event_id"]
+        for t, r, _ in consume(
+            kafka_bootstrap, [topics.PERFORMANCE, topics.STRUCTURE], prefix=prefix, idle=5, timeout=120
+        )
+    ]
+    settings = MonitorSettings(
+        perfmev="ENABLED",
+        queue_defaults=Config.model_validate({"queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]})
+        .monitor_settings()
+        .queue_defaults,
+    )
     want = {e.record["event_id"] for e in run_reference(work, settings) if e.topic == topics.PERFORMANCE}
     perf_got = set(got) & want
     assert want and perf_got == want  # nothing lost
@@ -150,21 +226,48 @@ def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
         prefix = "qmon"
         ensure_topics(bootstrap, 2, prefix=prefix)
         cfg = tmp_path / "qmon.yaml"
-        cfg.write_text(json.dumps({"kafka": {"partitions": 2}, "monitor": {"perfmev": "ENABLED"},
-                                   "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
-                                   "job": {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "500 ms",
-                                           "watermark_delay": "0 seconds"}}))
+        cfg.write_text(
+            json.dumps(
+                {
+                    "kafka": {"partitions": 2},
+                    "monitor": {"perfmev": "ENABLED"},
+                    "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
+                    "job": {
+                        "queue_buckets": 2,
+                        "shuffle_partitions": 2,
+                        "trigger": "500 ms",
+                        "watermark_delay": "0 seconds",
+                    },
+                }
+            )
+        )
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         log = open(tmp_path / "job.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", "qmon.cli", "run", "--config", str(cfg), "--bootstrap",
-                                 bootstrap, "--checkpoint", str(tmp_path / "ckpt")], env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "qmon.cli",
+                "run",
+                "--config",
+                str(cfg),
+                "--bootstrap",
+                bootstrap,
+                "--checkpoint",
+                str(tmp_path / "ckpt"),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         work = _workload(600)
         src = topics.physical(topics.ACTIVITY, prefix)
 
         def send(chunk: list[dict[str, Any]]) -> None:
-            produce_rows(bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r))
-                                     for r in chunk])
+            produce_rows(
+                bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunk]
+            )
 
         send(work[:300])
         deadline = time.monotonic() + 180
@@ -175,8 +278,12 @@ def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
         time.sleep(30)
         broker.start()
         send(work[300:])
-        settings = MonitorSettings(perfmev="ENABLED", queue_defaults=Config.model_validate(
-            {"queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]}).monitor_settings().queue_defaults)
+        settings = MonitorSettings(
+            perfmev="ENABLED",
+            queue_defaults=Config.model_validate({"queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]})
+            .monitor_settings()
+            .queue_defaults,
+        )
         want = {e.record["event_id"] for e in run_reference(work, settings) if e.topic == topics.PERFORMANCE}
         got: set[str] = set()
         deadline = time.monotonic() + 300

@@ -33,25 +33,36 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from connectors.broker import LocalKafka
 
     users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
-    jaas = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-            f'password="{USERS["admin"]}" {users};')
-    broker = LocalKafka(workdir=tmp_path_factory.mktemp("sasl"), listener_protocol="SASL_PLAINTEXT",
-                        extra_properties={
-                            "sasl.enabled.mechanisms": "PLAIN",
-                            "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                            "listener.name.client.plain.sasl.jaas.config": jaas,
-                            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                            "super.users": "User:admin;User:ANONYMOUS",
-                            "allow.everyone.if.no.acl.found": "false",
-                        })
+    jaas = (
+        f'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        f'password="{USERS["admin"]}" {users};'
+    )
+    broker = LocalKafka(
+        workdir=tmp_path_factory.mktemp("sasl"),
+        listener_protocol="SASL_PLAINTEXT",
+        extra_properties={
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.client.plain.sasl.jaas.config": jaas,
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin;User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found": "false",
+        },
+    )
     broker.start()
     yield broker
     broker.stop()
 
 
 def grant(bootstrap: str, prefix: str) -> None:
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                       ResourcePatternType, ResourceType)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
 
     admin = AdminClient(client_config(bootstrap, sec("admin")))
 
@@ -61,11 +72,15 @@ def grant(bootstrap: str, prefix: str) -> None:
     p = lambda t: topics.physical(t, prefix)  # noqa: E731
     bindings = [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.READ) for t in topics.INPUTS]
     bindings += [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.WRITE) for t in topics.OUTPUTS]
-    bindings += [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.DESCRIBE) for t in (*topics.INPUTS, *topics.OUTPUTS)]
-    bindings += [acl("qmon", ResourceType.GROUP, "*", AclOperation.READ),
-                 acl("operator", ResourceType.TOPIC, p(topics.CONTROL), AclOperation.WRITE),
-                 acl("operator", ResourceType.TOPIC, p(topics.REPLIES), AclOperation.READ),
-                 acl("operator", ResourceType.GROUP, "*", AclOperation.READ)]
+    bindings += [
+        acl("qmon", ResourceType.TOPIC, p(t), AclOperation.DESCRIBE) for t in (*topics.INPUTS, *topics.OUTPUTS)
+    ]
+    bindings += [
+        acl("qmon", ResourceType.GROUP, "*", AclOperation.READ),
+        acl("operator", ResourceType.TOPIC, p(topics.CONTROL), AclOperation.WRITE),
+        acl("operator", ResourceType.TOPIC, p(topics.REPLIES), AclOperation.READ),
+        acl("operator", ResourceType.GROUP, "*", AclOperation.READ),
+    ]
     for fut in admin.create_acls(bindings).values():
         fut.result()
     # ACLs reach the broker's authorizer asynchronously: wait until the operator may write
@@ -87,32 +102,64 @@ def test_only_the_operator_may_write_control_and_qmon_keeps_working(sasl_broker,
 
     # an unauthorised principal is refused on qmon.control
     with pytest.raises(RuntimeError) as refused:
-        send_commands(bootstrap, "QM1", ["ALTER QMGR PERFMEV(DISABLED)"], security=sec("intruder"), ts=T0,
-                      prefix=prefix)
+        send_commands(
+            bootstrap, "QM1", ["ALTER QMGR PERFMEV(DISABLED)"], security=sec("intruder"), ts=T0, prefix=prefix
+        )
     assert "AUTHORIZATION" in str(refused.value).upper()
     # and so is qmon itself: it may read commands, not write them
     with pytest.raises(RuntimeError):
         send_commands(bootstrap, "QM1", ["PING QMGR"], security=sec("qmon"), ts=T0, prefix=prefix)
 
-    send_commands(bootstrap, "QM1", ["ALTER QMGR PERFMEV(ENABLED)",
-                                     "ALTER QLOCAL(PAYROLL.IN) QSVCINT(1000) QSVCIEV(HIGH)"],
-                  security=sec("operator"), ts=T0, prefix=prefix)
-    recs = [{"event_id": f"a{i}", "qmgr": "QM1", "queue": "PAYROLL.IN", "op": op, "ts": T0 + ts,
-             "depth_after": None, "msg_bytes": 10, "structure": None, "reason": None}
-            for i, (op, ts) in enumerate([("PUT", 1000), ("PUT", 5000), ("GET", 6000), ("GET", 7000)])]
-    produce_rows(bootstrap, [(topics.physical(topics.ACTIVITY, prefix), b"QM1/PAYROLL.IN",
-                              avro.encode("QueueActivity", r)) for r in recs], sec("admin"))
+    send_commands(
+        bootstrap,
+        "QM1",
+        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(PAYROLL.IN) QSVCINT(1000) QSVCIEV(HIGH)"],
+        security=sec("operator"),
+        ts=T0,
+        prefix=prefix,
+    )
+    recs = [
+        {
+            "event_id": f"a{i}",
+            "qmgr": "QM1",
+            "queue": "PAYROLL.IN",
+            "op": op,
+            "ts": T0 + ts,
+            "depth_after": None,
+            "msg_bytes": 10,
+            "structure": None,
+            "reason": None,
+        }
+        for i, (op, ts) in enumerate([("PUT", 1000), ("PUT", 5000), ("GET", 6000), ("GET", 7000)])
+    ]
+    produce_rows(
+        bootstrap,
+        [(topics.physical(topics.ACTIVITY, prefix), b"QM1/PAYROLL.IN", avro.encode("QueueActivity", r)) for r in recs],
+        sec("admin"),
+    )
 
-    config = Config.model_validate({
-        "kafka": {"topic_prefix": prefix, "partitions": 2,
-                  "security": {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "username": "qmon",
-                               "password": USERS["qmon"]}},
-        "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"}})
+    config = Config.model_validate(
+        {
+            "kafka": {
+                "topic_prefix": prefix,
+                "partitions": 2,
+                "security": {
+                    "protocol": "SASL_PLAINTEXT",
+                    "sasl_mechanism": "PLAIN",
+                    "username": "qmon",
+                    "password": USERS["qmon"],
+                },
+            },
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+        }
+    )
     assert USERS["qmon"] not in repr(config) and USERS["qmon"] not in str(config.model_dump())
     caplog.set_level(logging.DEBUG)
     assert run(config, bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
-    out = [(t, r) for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, idle=4, timeout=90,
-                                         security=sec("admin"))]
+    out = [
+        (t, r)
+        for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, idle=4, timeout=90, security=sec("admin"))
+    ]
     assert [r["type"] for t, r in out if t == topics.PERFORMANCE] == ["QSVCINT_HIGH", "QSVCINT_OK"]
     assert sorted(r["ok"] for t, r in out if t == topics.REPLIES and r["qmgr"] == "QM1") == [True, True]
     assert USERS["qmon"] not in caplog.text

@@ -29,18 +29,39 @@ def test_cluster_output_equals_local_output(replay_factory, tmp_path):
     inp.write_text("".join(json.dumps(r) + "\n" for r in records))
     cfg = tmp_path / "qmon.yaml"
     cfg.write_text(json.dumps({"job": {"queue_buckets": 3, "shuffle_partitions": 4}, **STRUCTURE_CONFIG}))
-    local = replay_factory([json.dumps(r) for r in records], Config.model_validate(
-        {"job": {"queue_buckets": 3, "shuffle_partitions": 4}, **STRUCTURE_CONFIG}))
+    local = replay_factory(
+        [json.dumps(r) for r in records],
+        Config.model_validate({"job": {"queue_buckets": 3, "shuffle_partitions": 4}, **STRUCTURE_CONFIG}),
+    )
     out = tmp_path / "cluster.jsonl"
     with LocalSparkCluster(tmp_path / "cluster", workers=2) as cluster:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "replay", str(inp),
-                               "--config", str(cfg), "--master", cluster.url, "--output", str(out)],
-                              env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "qmon.cli",
+                "--log-level",
+                "WARNING",
+                "replay",
+                str(inp),
+                "--config",
+                str(cfg),
+                "--master",
+                cluster.url,
+                "--output",
+                str(out),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     cluster_records = [json.loads(line) for line in out.read_text().splitlines()]
 
     def norm(recs):
         return sorted(json.dumps(r, sort_keys=True) for r in recs)
+
     assert len(local) > 50
     assert norm(cluster_records) == norm(local)

@@ -29,8 +29,10 @@ def act(ts, op, queue="MYQUEUE", qmgr="QM1", **kw):
     return {"ts": T0 + ts, "qmgr": qmgr, "queue": queue, "op": op, **kw}
 
 
-SETUP = [cmd(0, "ALTER QMGR +\n  PERFMEV(ENABLED)"),
-         cmd(0, "ALTER QLOCAL('MYQUEUE') +\n      QSVCINT(10000) +\n      QSVCIEV (HIGH)")]
+SETUP = [
+    cmd(0, "ALTER QMGR +\n  PERFMEV(ENABLED)"),
+    cmd(0, "ALTER QLOCAL('MYQUEUE') +\n      QSVCINT(10000) +\n      QSVCIEV (HIGH)"),
+]
 
 
 def of(out, topic):
@@ -38,22 +40,30 @@ def of(out, topic):
 
 
 def test_seed_001_outcomes(replay_factory):
-    out = replay_factory([
-        *SETUP,
-        act(1_000, "PUT"),           # timer starts at 1 s
-        act(12_000, "GET"),          # 11 s > 10 s: High at G1; High -> OK enabled
-        act(13_000, "PUT"),          # empty before: timer restarts
-        act(23_000, "GET"),          # exactly 10 s: OK (equality is OK, never High); OK -> High enabled
-        act(24_000, "PUT"),
-        act(40_000, "PUT"),          # 16 s: High on a put
-        cmd(41_000, "ALTER QMGR PERFMEV(DISABLED)"),
-        act(42_000, "GET"),          # no events while PERFMEV is disabled
-    ])
+    out = replay_factory(
+        [
+            *SETUP,
+            act(1_000, "PUT"),  # timer starts at 1 s
+            act(12_000, "GET"),  # 11 s > 10 s: High at G1; High -> OK enabled
+            act(13_000, "PUT"),  # empty before: timer restarts
+            act(23_000, "GET"),  # exactly 10 s: OK (equality is OK, never High); OK -> High enabled
+            act(24_000, "PUT"),
+            act(40_000, "PUT"),  # 16 s: High on a put
+            cmd(41_000, "ALTER QMGR PERFMEV(DISABLED)"),
+            act(42_000, "GET"),  # no events while PERFMEV is disabled
+        ]
+    )
     perf = of(out, topics.PERFORMANCE)
     assert [(p["type"], p["ts"] - T0, p["service_time_ms"]) for p in perf] == [
-        ("QSVCINT_HIGH", 12_000, 11_000), ("QSVCINT_OK", 23_000, 10_000), ("QSVCINT_HIGH", 40_000, 16_000)]
-    assert [(p["msg_enq_count"], p["msg_deq_count"], p["high_q_depth"]) for p in perf] == [(1, 1, 1), (1, 1, 1),
-                                                                                           (2, 0, 2)]
+        ("QSVCINT_HIGH", 12_000, 11_000),
+        ("QSVCINT_OK", 23_000, 10_000),
+        ("QSVCINT_HIGH", 40_000, 16_000),
+    ]
+    assert [(p["msg_enq_count"], p["msg_deq_count"], p["high_q_depth"]) for p in perf] == [
+        (1, 1, 1),
+        (1, 1, 1),
+        (2, 0, 2),
+    ]
     assert all(p["reason"] == "MQRC_Q_SERVICE_INTERVAL_" + p["type"][8:] for p in perf)
     replies = of(out, topics.REPLIES)
     assert len(replies) == 3 and all(r["ok"] for r in replies)
@@ -64,34 +74,48 @@ def test_seed_001_outcomes(replay_factory):
 
 
 def test_stall_fires_from_the_timer_when_the_queue_goes_quiet(replay_factory):
-    out = replay_factory([
-        *SETUP,
-        act(1_000, "PUT"),
-        act(2_000, "PUT", queue="OTHER"),
-        act(30_000, "PUT", queue="OTHER"),  # only other queues move event time on
-    ])
+    out = replay_factory(
+        [
+            *SETUP,
+            act(1_000, "PUT"),
+            act(2_000, "PUT", queue="OTHER"),
+            act(30_000, "PUT", queue="OTHER"),  # only other queues move event time on
+        ]
+    )
     [fire] = of(out, topics.STRUCTURE)
-    assert (fire["type"], fire["state"], fire["queue"], fire["ts"]) == ("QUEUE_STALLED", "FIRING", "MYQUEUE",
-                                                                        T0 + 11_000)
+    assert (fire["type"], fire["state"], fire["queue"], fire["ts"]) == (
+        "QUEUE_STALLED",
+        "FIRING",
+        "MYQUEUE",
+        T0 + 11_000,
+    )
     assert "MYQUEUE" in fire["summary"] and fire["action"]
 
 
 def test_bad_lines_become_dead_letters_and_commands_get_replies(replay_factory):
-    out = replay_factory([
-        "this is not JSON",
-        {"ts": T0, "qmgr": "QM1", "queue": "Q"},                                # no op
-        act(1, "PEEK"),                                                          # unknown op
-        act(2, "PUT", queue="Q" * 49),                                           # name too long
-        act(3, "PUT", depth_after=-1),                                           # negative depth
-        {"ts": T0, "hello": "world"},                                            # not a qmon record
-        cmd(4, "ALTER QLOCAL(A) QSVCINTT(5)", command_id="bad-1"),               # invalid keyword
-        cmd(5, "ALTER QLOCAL(A) QSVCINT(5)", command_id="good-1"),
-        act(6, "PUT"),
-    ])
+    out = replay_factory(
+        [
+            "this is not JSON",
+            {"ts": T0, "qmgr": "QM1", "queue": "Q"},  # no op
+            act(1, "PEEK"),  # unknown op
+            act(2, "PUT", queue="Q" * 49),  # name too long
+            act(3, "PUT", depth_after=-1),  # negative depth
+            {"ts": T0, "hello": "world"},  # not a qmon record
+            cmd(4, "ALTER QLOCAL(A) QSVCINTT(5)", command_id="bad-1"),  # invalid keyword
+            cmd(5, "ALTER QLOCAL(A) QSVCINT(5)", command_id="good-1"),
+            act(6, "PUT"),
+        ]
+    )
     dead = sorted(of(out, topics.DLQ), key=lambda d: d["offset"])
-    assert [d["reason_name"] for d in dead] == ["QMON_INVALID_JSON", "QMON_MISSING_FIELD", "QMON_UNKNOWN_OP",
-                                                "QMON_INVALID_FIELD", "QMON_INVALID_FIELD", "QMON_UNKNOWN_RECORD",
-                                                "QMON_INVALID_COMMAND"]
+    assert [d["reason_name"] for d in dead] == [
+        "QMON_INVALID_JSON",
+        "QMON_MISSING_FIELD",
+        "QMON_UNKNOWN_OP",
+        "QMON_INVALID_FIELD",
+        "QMON_INVALID_FIELD",
+        "QMON_UNKNOWN_RECORD",
+        "QMON_INVALID_COMMAND",
+    ]
     assert [d["offset"] for d in dead] == [1, 2, 3, 4, 5, 6, 7]
     assert base64.b64decode(dead[0]["value"]) == b"this is not JSON"
     # the original Avro bytes of a record that reached the query are kept untouched
@@ -104,8 +128,7 @@ def test_bad_lines_become_dead_letters_and_commands_get_replies(replay_factory):
 
 def _normalise(topic, record):
     data = avro.encode(topics.RECORD_OF[topic], record)
-    return json.dumps({"topic": topic, **avro.to_jsonable(avro.decode(topics.RECORD_OF[topic], data))},
-                      sort_keys=True)
+    return json.dumps({"topic": topic, **avro.to_jsonable(avro.decode(topics.RECORD_OF[topic], data))}, sort_keys=True)
 
 
 def test_operator_equals_pure_module_over_random_streams(replay_factory):
@@ -119,11 +142,15 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
     records.sort(key=lambda r: r["qmgr"])  # ... but each queue manager's own order is kept
     config = Config.model_validate({"job": {"queue_buckets": 3}})
     out = replay_factory(records, config)
-    got = sorted(json.dumps({k: v for k, v in r.items()}, sort_keys=True) for r in out
-                 if r["topic"] in (topics.PERFORMANCE, topics.STRUCTURE, topics.REPLIES, topics.NOTIFY))
+    got = sorted(
+        json.dumps({k: v for k, v in r.items()}, sort_keys=True)
+        for r in out
+        if r["topic"] in (topics.PERFORMANCE, topics.STRUCTURE, topics.REPLIES, topics.NOTIFY)
+    )
     final_clock = max(r["ts"] for r in records)
-    want = sorted(_normalise(e.topic, e.record)
-                  for e in run_reference(records, MonitorSettings(), final_clock=final_clock))
+    want = sorted(
+        _normalise(e.topic, e.record) for e in run_reference(records, MonitorSettings(), final_clock=final_clock)
+    )
     # command ids in replay default to the line; the generator gives every command one
     assert len(got) == len(want) and got == want
     assert sum(1 for r in out if r["topic"] == topics.PERFORMANCE) > 20  # the streams do exercise the rules
@@ -132,24 +159,32 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
 
 def test_interest_registration_and_work_available(replay_factory):
     """SPEC §6 through replay: generic and exact registration, refusal, work at registration, deregister."""
-    out = replay_factory([
-        act(1_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
-        cmd(2_000, "REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r1"),
-        cmd(2_000, "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)", qmgr="PLEX1", command_id="r2"),
-        cmd(2_000, "REGISTER INTEREST QUEUE(2PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r3"),
-        act(3_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
-        act(4_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
-        act(4_500, "PUT", queue="1PAYNEW", qmgr="PLEX1"),
-        cmd(5_000, "DEREGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="d1"),
-        act(6_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
-        act(7_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
-    ], Config.model_validate({"job": {"queue_buckets": 3}}))
+    out = replay_factory(
+        [
+            act(1_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+            cmd(2_000, "REGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r1"),
+            cmd(2_000, "REGISTER INTEREST QUEUE(1PAY*) CLIENT(IMSB)", qmgr="PLEX1", command_id="r2"),
+            cmd(2_000, "REGISTER INTEREST QUEUE(2PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="r3"),
+            act(3_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
+            act(4_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+            act(4_500, "PUT", queue="1PAYNEW", qmgr="PLEX1"),
+            cmd(5_000, "DEREGISTER INTEREST QUEUE(1PAYTRAN) CLIENT(IMSA)", qmgr="PLEX1", command_id="d1"),
+            act(6_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
+            act(7_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
+        ],
+        Config.model_validate({"job": {"queue_buckets": 3}}),
+    )
     notes = [(n["client"], n["queue"], n["ts"] - T0) for n in of(out, topics.NOTIFY)]
-    assert sorted(notes) == sorted([
-        ("IMSA", "1PAYTRAN", 2_000), ("IMSB", "1PAYTRAN", 2_000),   # work already there at registration
-        ("IMSA", "1PAYTRAN", 4_000), ("IMSB", "1PAYTRAN", 4_000),   # empty -> non-empty
-        ("IMSB", "1PAYNEW", 4_500),                                 # generic: a queue first seen later
-        ("IMSB", "1PAYTRAN", 7_000)])                               # IMSA deregistered
+    assert sorted(notes) == sorted(
+        [
+            ("IMSA", "1PAYTRAN", 2_000),
+            ("IMSB", "1PAYTRAN", 2_000),  # work already there at registration
+            ("IMSA", "1PAYTRAN", 4_000),
+            ("IMSB", "1PAYTRAN", 4_000),  # empty -> non-empty
+            ("IMSB", "1PAYNEW", 4_500),  # generic: a queue first seen later
+            ("IMSB", "1PAYTRAN", 7_000),
+        ]
+    )  # IMSA deregistered
     replies = {r["command_id"]: r for r in of(out, topics.REPLIES)}
     assert replies["r1"]["ok"] and replies["r2"]["ok"] and replies["d1"]["ok"]
     assert replies["r3"]["ok"] is False and "staging" in replies["r3"]["message"]
@@ -157,15 +192,18 @@ def test_interest_registration_and_work_available(replay_factory):
 
 def test_a_queue_first_seen_non_empty_raises_high_and_stalls(replay_factory):
     """Issue 15 item 6: qmon starts against a running queue manager; the queue already holds messages."""
-    out = replay_factory([
-        *SETUP,
-        act(1_000, "PUT", depth_after=4),   # 3 were there before: the service timer runs from 1 s
-        act(15_000, "PUT", depth_after=5),  # 14 s > 10 s: High on a put
-        act(40_000, "PUT", queue="OTHER"),  # event time moves on: the dead consumer stalls
-    ])
+    out = replay_factory(
+        [
+            *SETUP,
+            act(1_000, "PUT", depth_after=4),  # 3 were there before: the service timer runs from 1 s
+            act(15_000, "PUT", depth_after=5),  # 14 s > 10 s: High on a put
+            act(40_000, "PUT", queue="OTHER"),  # event time moves on: the dead consumer stalls
+        ]
+    )
     assert [(p["type"], p["ts"] - T0) for p in of(out, topics.PERFORMANCE)] == [("QSVCINT_HIGH", 15_000)]
     assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.STRUCTURE)] == [
-        ("QUEUE_STALLED", "FIRING", 11_000)]
+        ("QUEUE_STALLED", "FIRING", 11_000)
+    ]
 
 
 def test_a_slow_consumer_is_one_stall_episode(replay_factory):
@@ -176,4 +214,6 @@ def test_a_slow_consumer_is_one_stall_episode(replay_factory):
     records += [act(120_000, "PUT", queue="OTHER")]  # event time moves past the 30 s hold
     out = replay_factory(records)
     assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.STRUCTURE)] == [
-        ("QUEUE_STALLED", "FIRING", 11_000), ("QUEUE_STALLED", "RESOLVED", 106_500)]
+        ("QUEUE_STALLED", "FIRING", 11_000),
+        ("QUEUE_STALLED", "RESOLVED", 106_500),
+    ]

@@ -27,31 +27,49 @@ _ids = itertools.count(1)
 
 
 def put(ts, queue, nbytes=512, structure="MSGQ1"):
-    return {"event_id": f"p{next(_ids)}", "qmgr": "IMSA", "queue": queue, "op": "PUT", "ts": T0 + ts,
-            "msg_bytes": nbytes, "structure": structure}
+    return {
+        "event_id": f"p{next(_ids)}",
+        "qmgr": "IMSA",
+        "queue": queue,
+        "op": "PUT",
+        "ts": T0 + ts,
+        "msg_bytes": nbytes,
+        "structure": structure,
+    }
 
 
 def get(ts, queue, nbytes=512, structure="MSGQ1"):
-    return {"event_id": f"g{next(_ids)}", "qmgr": "IMSA", "queue": queue, "op": "GET", "ts": T0 + ts,
-            "msg_bytes": nbytes, "structure": structure}
+    return {
+        "event_id": f"g{next(_ids)}",
+        "qmgr": "IMSA",
+        "queue": queue,
+        "op": "GET",
+        "ts": T0 + ts,
+        "msg_bytes": nbytes,
+        "structure": structure,
+    }
 
 
 def test_alter_overflow_candidates_and_full_through_replay(replay_factory):
     # MSGQ1: INITSIZE 20 KB (40 elements), SIZE 40 KB (80), OVFLWMAX 70, no overflow structure
-    records = [put(i, "1PAYROLL") for i in range(28)]          # 28/40 = 70%: alter to 28 KB (56 el)
-    records += [put(100 + i, "1KEEPME") for i in range(12)]     # 40/56 = 71%: alter to SIZE 40 KB (80 el)
+    records = [put(i, "1PAYROLL") for i in range(28)]  # 28/40 = 70%: alter to 28 KB (56 el)
+    records += [put(100 + i, "1KEEPME") for i in range(12)]  # 40/56 = 71%: alter to SIZE 40 KB (80 el)
     records += [put(200 + i, "1ORDERS", 2048) for i in range(4)]  # 56/80 = 70% at SIZE: overflow mode
-    records += [put(300, "1PAYROLL")]                            # approved queue: puts rejected
+    records += [put(300, "1PAYROLL")]  # approved queue: puts rejected
     out = replay_factory(records, CONFIG)
     alerts = [r for r in out if r["topic"] == topics.STRUCTURE]
     assert [(a["type"], a["state"]) for a in alerts] == [
-        ("STRUCTURE_ALTERED", "INFO"), ("STRUCTURE_ALTERED", "INFO"), ("OVERFLOW_MODE_ENTERED", "FIRING"),
-        ("QUEUE_PUTS_REJECTED", "FIRING")]
+        ("STRUCTURE_ALTERED", "INFO"),
+        ("STRUCTURE_ALTERED", "INFO"),
+        ("OVERFLOW_MODE_ENTERED", "FIRING"),
+        ("QUEUE_PUTS_REJECTED", "FIRING"),
+    ]
     assert [(a["size_kb_before"], a["size_kb_after"]) for a in alerts[:2]] == [(20, 28), (28, 40)]
     cands = [r for r in out if r["topic"] == topics.OVERFLOW]
     assert len(cands) == 1
     assert [(c["queue"], c["elements"], c["decision"]) for c in cands[0]["candidates"]] == [
-        ("1PAYROLL", 28, "approve")]  # 56 - 28 = 28 -> 35% <= 50%: stop
+        ("1PAYROLL", 28, "approve")
+    ]  # 56 - 28 = 28 -> 35% <= 50%: stop
     assert alerts[3]["queue"] == "1PAYROLL"
 
 
@@ -60,25 +78,35 @@ def test_structure_full_message_through_replay(replay_factory):
     records.append(get(100, "1TRAN", structure="RSRC1"))  # 15/16: below 95%, held for clear_hold (30 s) ...
     records.append(put(60_000, "1OTHER", structure="MSGQ2"))  # ... while event time moves on: relieved
     out = replay_factory(records, CONFIG)
-    alerts = [(a["type"], a["state"], a["message"]) for a in out if a["topic"] == topics.STRUCTURE
-              and a["type"].startswith("STRUCTURE_FULL")]
-    assert alerts == [("STRUCTURE_FULL", "FIRING", "CQS0205E STRUCTURE RSRC1 IS FULL"),
-                      ("STRUCTURE_FULL_RELIEVED", "RESOLVED", None)]
+    alerts = [
+        (a["type"], a["state"], a["message"])
+        for a in out
+        if a["topic"] == topics.STRUCTURE and a["type"].startswith("STRUCTURE_FULL")
+    ]
+    assert alerts == [
+        ("STRUCTURE_FULL", "FIRING", "CQS0205E STRUCTURE RSRC1 IS FULL"),
+        ("STRUCTURE_FULL_RELIEVED", "RESOLVED", None),
+    ]
 
 
 def _normalise(topic, record):
     data = avro.encode(topics.RECORD_OF[topic], record)
-    return json.dumps({"topic": topic, **avro.to_jsonable(avro.decode(topics.RECORD_OF[topic], data))},
-                      sort_keys=True)
+    return json.dumps({"topic": topic, **avro.to_jsonable(avro.decode(topics.RECORD_OF[topic], data))}, sort_keys=True)
 
 
 def _operator_equals_reference(replay_factory, records) -> list[str]:
     """Replay ``records`` through Spark and assert the structure outputs equal the pure module's; returns them."""
     out = replay_factory(records, CONFIG)
     got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW))
-    want = sorted(_normalise(e.topic, e.record) for e in run_reference(
-        records, MonitorSettings(), final_clock=max(r["ts"] for r in records),
-        structure_settings=CONFIG.structure_settings()))
+    want = sorted(
+        _normalise(e.topic, e.record)
+        for e in run_reference(
+            records,
+            MonitorSettings(),
+            final_clock=max(r["ts"] for r in records),
+            structure_settings=CONFIG.structure_settings(),
+        )
+    )
     assert got == want
     return got
 
@@ -88,19 +116,33 @@ def test_structure_operator_equals_pure_module_over_random_streams(replay_factor
     records = random_structure_stream(rng, n=600)
     got = _operator_equals_reference(replay_factory, records)
     kinds = {json.loads(g)["type"] for g in got if json.loads(g)["topic"] == topics.STRUCTURE}
-    assert {"STRUCTURE_ALTERED", "OVERFLOW_MODE_ENTERED", "STRUCTURE_FULL", "STRUCTURE_FULL_RELIEVED",
-            "QUEUE_OVERFLOW_ENDED", "OVERFLOW_STRUCTURE_FULL", "QUEUE_PUTS_REJECTED", "STRUCTURE_NEAR_FULL",
-            "STRUCTURE_UNKNOWN"} <= kinds, kinds
+    assert {
+        "STRUCTURE_ALTERED",
+        "OVERFLOW_MODE_ENTERED",
+        "STRUCTURE_FULL",
+        "STRUCTURE_FULL_RELIEVED",
+        "QUEUE_OVERFLOW_ENDED",
+        "OVERFLOW_STRUCTURE_FULL",
+        "QUEUE_PUTS_REJECTED",
+        "STRUCTURE_NEAR_FULL",
+        "STRUCTURE_UNKNOWN",
+    } <= kinds, kinds
 
 
 # ---------------------------------------------------------------- issue 15: exact accounting, calm alerts
 
-EXACT = Config.model_validate({"job": {"queue_buckets": 2}, "structures": [
-    {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},                     # 40 elements
-    {"strname": "SMALLOVF", "size": 30, "ovflwstr": "OVFS", "ovflwsize": 10},  # 60 + 20 elements
-    {"strname": "BIG", "size": 10_000},                                    # 20,000 elements
-    {"strname": "WOBBLE", "size": 50, "ovflwmax": 100, "fullthreshold": 80}],  # 100 elements
-    "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}]})
+EXACT = Config.model_validate(
+    {
+        "job": {"queue_buckets": 2},
+        "structures": [
+            {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},  # 40 elements
+            {"strname": "SMALLOVF", "size": 30, "ovflwstr": "OVFS", "ovflwsize": 10},  # 60 + 20 elements
+            {"strname": "BIG", "size": 10_000},  # 20,000 elements
+            {"strname": "WOBBLE", "size": 50, "ovflwmax": 100, "fullthreshold": 80},
+        ],  # 100 elements
+        "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
+    }
+)
 
 
 def test_long_messages_are_freed_with_their_staging_part_through_replay(replay_factory):
@@ -122,7 +164,9 @@ def test_the_overflow_structure_capacity_is_respected_through_replay(replay_fact
     out = replay_factory(records, EXACT)
     [cands] = [r for r in out if r["topic"] == topics.OVERFLOW]
     assert [(c["queue"], c["decision"], c["in_overflow"]) for c in cands["candidates"]] == [
-        ("1BIG", "approve", False), ("1MID", "approve", True)]
+        ("1BIG", "approve", False),
+        ("1MID", "approve", True),
+    ]
     assert cands["usage_after_pct"] == 50.0
 
 
@@ -142,7 +186,8 @@ def test_thresholds_use_exact_counts_through_replay(replay_factory):
     assert [r for r in below if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW)] == []
     at = replay_factory(records + [put(30, "4SERIAL", 100, structure="BIG")], EXACT)
     assert [(a["type"], a["state"]) for a in at if a["topic"] == topics.STRUCTURE] == [
-        ("OVERFLOW_MODE_ENTERED", "FIRING")]
+        ("OVERFLOW_MODE_ENTERED", "FIRING")
+    ]
 
 
 def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
@@ -155,12 +200,18 @@ def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
     records += [put(60_000, "1OTHER", structure="BIG")]  # ... held 30 s of event time: RESOLVED at 30,205 ms
     out = replay_factory(records, EXACT)
     assert [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.STRUCTURE] == [
-        ("STRUCTURE_NEAR_FULL", "FIRING", 79), ("STRUCTURE_NEAR_FULL", "RESOLVED", 30_205)]
+        ("STRUCTURE_NEAR_FULL", "FIRING", 79),
+        ("STRUCTURE_NEAR_FULL", "RESOLVED", 30_205),
+    ]
 
 
-@settings(max_examples=3, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(records=structure_streams(max_size=300))
 def test_structure_operator_equals_pure_module_over_generated_streams(replay_factory, records):
     """Hypothesis-generated streams (long messages, gets with and without msg_bytes, an overflow structure,

@@ -9,8 +9,17 @@ from qmon import topics
 
 
 def activity(**kw):
-    rec = {"event_id": "e1", "qmgr": "QM1", "queue": "Q", "op": "PUT", "ts": 1_000, "depth_after": None,
-           "msg_bytes": 100, "structure": None, "reason": None}
+    rec = {
+        "event_id": "e1",
+        "qmgr": "QM1",
+        "queue": "Q",
+        "op": "PUT",
+        "ts": 1_000,
+        "depth_after": None,
+        "msg_bytes": 100,
+        "structure": None,
+        "reason": None,
+    }
     rec.update(kw)
     return rec
 
@@ -46,9 +55,20 @@ def test_physical_topic_names():
 def test_timestamps_survive_decode_and_json_exactly(ms):
     rec = avro.decode("QueueActivity", avro.encode("QueueActivity", activity(ts=ms)))
     assert avro.to_jsonable(rec)["ts"] == ms
-    dead = {"event_id": "d1", "reason": 65537, "reason_name": "QMON_UNDECODABLE", "dest_topic": "qmon.activity",
-            "format": "QueueActivity", "put_appl_name": "qmon", "put_time": ms, "partition": 0, "offset": 1,
-            "error": "e", "key": None, "value": b"\x00"}
+    dead = {
+        "event_id": "d1",
+        "reason": 65537,
+        "reason_name": "QMON_UNDECODABLE",
+        "dest_topic": "qmon.activity",
+        "format": "QueueActivity",
+        "put_appl_name": "qmon",
+        "put_time": ms,
+        "partition": 0,
+        "offset": 1,
+        "error": "e",
+        "key": None,
+        "value": b"\x00",
+    }
     out = avro.to_jsonable(avro.decode("DeadLetter", avro.encode("DeadLetter", dead)))
     assert out["put_time"] == ms and out["value"] == "\x00"
 

@@ -21,8 +21,16 @@ def test_defaults_follow_mq():
     cfg = load_config(None)
     s = cfg.monitor_settings()
     assert s.perfmev == "DISABLED"
-    assert s.attrs_for("ANY") == {"QSVCIEV": "NONE", "QSVCINT": 999_999_999, "MAXDEPTH": 5000, "QDEPTHHI": 80,
-                                  "QDEPTHLO": 20, "QDPHIEV": False, "QDPLOEV": False, "QDPMAXEV": False}
+    assert s.attrs_for("ANY") == {
+        "QSVCIEV": "NONE",
+        "QSVCINT": 999_999_999,
+        "MAXDEPTH": 5000,
+        "QDEPTHHI": 80,
+        "QDEPTHLO": 20,
+        "QDPHIEV": False,
+        "QDPLOEV": False,
+        "QDPMAXEV": False,
+    }
 
 
 def test_shipped_config_files_load():
@@ -31,28 +39,36 @@ def test_shipped_config_files_load():
 
 
 def test_pattern_defaults_first_match_wins(tmp_path):
-    cfg = load_config(write(tmp_path, """
+    cfg = load_config(
+        write(
+            tmp_path,
+            """
 queues:
   - pattern: "PAYROLL.*"
     qsvciev: high
     qsvcint: 10000
   - pattern: "*"
     qsvcint: 5
-"""))
+""",
+        )
+    )
     s = cfg.monitor_settings()
     assert s.attrs_for("PAYROLL.IN")["QSVCIEV"] == "HIGH"
     assert s.attrs_for("PAYROLL.IN")["QSVCINT"] == 10000
     assert s.attrs_for("OTHER")["QSVCINT"] == 5
 
 
-@pytest.mark.parametrize("text,line,key,fragment", [
-    ("job:\n  trigger: soon\n", 2, "job.trigger", "not a duration"),
-    ("job:\n  queue_buckets: 0\n", 2, "job.queue_buckets", "greater than or equal to 1"),
-    ("monitor:\n  perfmev: ENABLED\n  perfmv: ENABLED\n", 3, "monitor.perfmv", "unknown key"),
-    ("queues:\n  - pattern: A*\n    qsvcint: -1\n", 3, "queues.0.qsvcint", "greater than or equal to 0"),
-    ("queues:\n  - pattern: A*\n  - qsvciev: HIGH\n", 3, "queues.1.pattern", "required key is missing"),
-    ("kafka:\n  security:\n    protocol: CARRIER_PIGEON\n", 3, "kafka.security.protocol", "PLAINTEXT"),
-])
+@pytest.mark.parametrize(
+    "text,line,key,fragment",
+    [
+        ("job:\n  trigger: soon\n", 2, "job.trigger", "not a duration"),
+        ("job:\n  queue_buckets: 0\n", 2, "job.queue_buckets", "greater than or equal to 1"),
+        ("monitor:\n  perfmev: ENABLED\n  perfmv: ENABLED\n", 3, "monitor.perfmv", "unknown key"),
+        ("queues:\n  - pattern: A*\n    qsvcint: -1\n", 3, "queues.0.qsvcint", "greater than or equal to 0"),
+        ("queues:\n  - pattern: A*\n  - qsvciev: HIGH\n", 3, "queues.1.pattern", "required key is missing"),
+        ("kafka:\n  security:\n    protocol: CARRIER_PIGEON\n", 3, "kafka.security.protocol", "PLAINTEXT"),
+    ],
+)
 def test_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
@@ -76,8 +92,13 @@ def test_duplicate_key_and_missing_file(tmp_path):
 
 
 def test_password_is_never_printed(tmp_path):
-    cfg = load_config(write(tmp_path, "kafka:\n  security:\n    protocol: SASL_PLAINTEXT\n"
-                                      "    sasl_mechanism: PLAIN\n    username: u\n    password: hunter2\n"))
+    cfg = load_config(
+        write(
+            tmp_path,
+            "kafka:\n  security:\n    protocol: SASL_PLAINTEXT\n"
+            "    sasl_mechanism: PLAIN\n    username: u\n    password: hunter2\n",
+        )
+    )
     assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg.model_dump())
 
 

@@ -15,25 +15,37 @@ def test_the_sample_members_parse_and_merge():
     cqssg = parse_cqssg((IMS / "CQSSG000").read_text())
     cfrm = parse_cfrm((IMS / "CFRMPOL").read_text())
     assert [(s["strname"], s.get("ovflwstr"), s.get("ovflwmax")) for s in cqssg] == [
-        ("MSGQ1", "OVFQ1", 70), ("MSGQ2", None, None)]
+        ("MSGQ1", "OVFQ1", 70),
+        ("MSGQ2", None, None),
+    ]
     assert cfrm["MSGQ1"] == {"size": 384, "initsize": 256, "fullthreshold": 85, "line": 2}
     assert cfrm["MSGQ2"]["size"] == 96
     assert merge(cqssg, cfrm) == [
-        {"strname": "MSGQ1", "size": 384, "initsize": 256, "fullthreshold": 85, "ovflwmax": 70,
-         "ovflwstr": "OVFQ1", "ovflwsize": 512},
-        {"strname": "MSGQ2", "size": 96}]
+        {
+            "strname": "MSGQ1",
+            "size": 384,
+            "initsize": 256,
+            "fullthreshold": 85,
+            "ovflwmax": 70,
+            "ovflwstr": "OVFQ1",
+            "ovflwsize": 512,
+        },
+        {"strname": "MSGQ2", "size": 96},
+    ]
 
 
 def test_cfrm_sizes_take_unit_suffixes():
-    assert parse_cfrm("STRUCTURE NAME(A) SIZE(2M) INITSIZE(512K)")["A"] == {"size": 2048, "initsize": 512,
-                                                                           "line": 1}
+    assert parse_cfrm("STRUCTURE NAME(A) SIZE(2M) INITSIZE(512K)")["A"] == {"size": 2048, "initsize": 512, "line": 1}
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("STRUCTURE (OVFLWSTR=X)", "needs STRNAME"),
-    ("STRUCTURE (STRNAME=A,OVFLWMAX=lots)", "OVFLWMAX=LOTS"),
-    ("STRUCTURE STRNAME=A", "expected STRUCTURE (STRNAME"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("STRUCTURE (OVFLWSTR=X)", "needs STRNAME"),
+        ("STRUCTURE (STRNAME=A,OVFLWMAX=lots)", "OVFLWMAX=LOTS"),
+        ("STRUCTURE STRNAME=A", "expected STRUCTURE (STRNAME"),
+    ],
+)
 def test_cqssg_errors_name_the_line(text, fragment):
     with pytest.raises(DefinitionError) as err:
         parse_cqssg("* header\n" + text)

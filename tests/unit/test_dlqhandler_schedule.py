@@ -10,8 +10,14 @@ PUT = 1_000.0  # the dead letter's put time, epoch seconds
 
 
 def dl(**kw):
-    base = {"reason": 65537, "reason_name": "QMON_UNDECODABLE", "dest_topic": "qmon.activity",
-            "format": "QueueActivity", "put_appl_name": "qmon", "put_time": int(PUT * 1000)}
+    base = {
+        "reason": 65537,
+        "reason_name": "QMON_UNDECODABLE",
+        "dest_topic": "qmon.activity",
+        "format": "QueueActivity",
+        "put_appl_name": "qmon",
+        "put_time": int(PUT * 1000),
+    }
     base.update(kw)
     return base
 
@@ -73,8 +79,9 @@ def test_counts_are_never_reset_a_larger_retry_after_a_restart_gives_only_the_ex
     progress = advance(before, dl(), progress, PUT + 200, never).progress
     assert next_step(before, dl(), progress).action == "IGNORE"
     # the table edited between two runs: a comment moves the rule down, its RETRY goes to 3
-    after = parse_rules("RETRYINT(5)\n* forward undecodable records\nreason(QMON_UNDECODABLE) ACTION(FWD) +\n"
-                        "  FWDQ(x) RETRY(3)")
+    after = parse_rules(
+        "RETRYINT(5)\n* forward undecodable records\nreason(QMON_UNDECODABLE) ACTION(FWD) +\n  FWDQ(x) RETRY(3)"
+    )
     assert after.rules[0].key == before.rules[0].key and after.rules[0].line != before.rules[0].line
     step = next_step(after, dl(), progress)
     assert (step.action, step.n, step.due) == ("FWD", 2, PUT + 205)

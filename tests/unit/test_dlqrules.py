@@ -35,8 +35,14 @@ ACTION(FWD) FWDQ(DEADQ.MANUAL.INTERVENTION)
 
 
 def dl(**kw):
-    base = {"reason": 65537, "reason_name": "QMON_UNDECODABLE", "dest_topic": "qmon.activity",
-            "format": "QueueActivity", "put_appl_name": "qmon", "put_time": 0}
+    base = {
+        "reason": 65537,
+        "reason_name": "QMON_UNDECODABLE",
+        "dest_topic": "qmon.activity",
+        "format": "QueueActivity",
+        "put_appl_name": "qmon",
+        "put_time": 0,
+    }
     base.update(kw)
     return base
 
@@ -68,26 +74,29 @@ def test_control_data_keywords():
     assert parse_rules("WAIT(NO)\nACTION(IGNORE)").control.wait is False
 
 
-@pytest.mark.parametrize("text,line,fragment", [
-    ("ACTION(EXPLODE)", 1, "expected DISCARD, IGNORE, RETRY or FWD"),
-    ("REASON(65537)", 1, "needs ACTION"),
-    ("ACTION(FWD)", 1, "needs FWDQ"),
-    ("ACTION(DISCARD) HEADER(YES)", 1, "HEADER applies only to ACTION(FWD)"),
-    ("ACTION(FWD) FWDQ(X) HEADER(MAYBE)", 1, "expected YES or NO"),
-    ("ACTION(RETRY) RETRY(0)", 1, "RETRY(0)"),
-    ("ACTION(RETRY) RETRY(many)", 1, "whole number"),
-    ("ACTION(IGNORE) PUTAUT(ALL)", 1, "PUTAUT"),
-    ("REASON(MQRC_NO_SUCH_THING) ACTION(IGNORE)", 1, "not a number or a known symbol"),
-    ("BOGUS(1) ACTION(IGNORE)", 1, "BOGUS: unknown keyword"),
-    ("ACTION(IGNORE) ACTION(DISCARD)", 1, "appears twice"),
-    ("ACTION", 1, "needs a value"),
-    ("ACTION(IGNORE)\nRETRYINT(5)", 2, "control data must be the first entry"),
-    ("RETRYINT(5) ACTION(IGNORE)", 1, "cannot be mixed"),
-    ("WAIT(SOMETIMES)", 1, "WAIT(SOMETIMES)"),
-    ("RETRYINT(soon)", 1, "whole number of seconds"),
-    ("ACTION(FWD) FWDQ(bad topic!)", 1, "not a valid topic name"),
-    ("* comment\n\nACTION(IGNORE)junk", 3, "unexpected"),
-])
+@pytest.mark.parametrize(
+    "text,line,fragment",
+    [
+        ("ACTION(EXPLODE)", 1, "expected DISCARD, IGNORE, RETRY or FWD"),
+        ("REASON(65537)", 1, "needs ACTION"),
+        ("ACTION(FWD)", 1, "needs FWDQ"),
+        ("ACTION(DISCARD) HEADER(YES)", 1, "HEADER applies only to ACTION(FWD)"),
+        ("ACTION(FWD) FWDQ(X) HEADER(MAYBE)", 1, "expected YES or NO"),
+        ("ACTION(RETRY) RETRY(0)", 1, "RETRY(0)"),
+        ("ACTION(RETRY) RETRY(many)", 1, "whole number"),
+        ("ACTION(IGNORE) PUTAUT(ALL)", 1, "PUTAUT"),
+        ("REASON(MQRC_NO_SUCH_THING) ACTION(IGNORE)", 1, "not a number or a known symbol"),
+        ("BOGUS(1) ACTION(IGNORE)", 1, "BOGUS: unknown keyword"),
+        ("ACTION(IGNORE) ACTION(DISCARD)", 1, "appears twice"),
+        ("ACTION", 1, "needs a value"),
+        ("ACTION(IGNORE)\nRETRYINT(5)", 2, "control data must be the first entry"),
+        ("RETRYINT(5) ACTION(IGNORE)", 1, "cannot be mixed"),
+        ("WAIT(SOMETIMES)", 1, "WAIT(SOMETIMES)"),
+        ("RETRYINT(soon)", 1, "whole number of seconds"),
+        ("ACTION(FWD) FWDQ(bad topic!)", 1, "not a valid topic name"),
+        ("* comment\n\nACTION(IGNORE)junk", 3, "unexpected"),
+    ],
+)
 def test_each_syntax_error_is_reported_with_its_line(text, line, fragment):
     with pytest.raises(RulesError) as err:
         parse_rules(text, source="t.rules")
@@ -101,9 +110,11 @@ def test_every_error_is_reported_not_only_the_first():
 
 
 def test_matching_wildcards_numbers_and_symbols():
-    t = parse_rules("DESTQ(*.activity) FORMAT('Queue?ctivity') REASON(QMON_UNDECODABLE) ACTION(DISCARD)\n"
-                    "APPLNAME('qmon') REASON(65539) ACTION(IGNORE)\n"
-                    "USERID(' ') ACTION(IGNORE)\nUSERID(bob) ACTION(IGNORE)\n")
+    t = parse_rules(
+        "DESTQ(*.activity) FORMAT('Queue?ctivity') REASON(QMON_UNDECODABLE) ACTION(DISCARD)\n"
+        "APPLNAME('qmon') REASON(65539) ACTION(IGNORE)\n"
+        "USERID(' ') ACTION(IGNORE)\nUSERID(bob) ACTION(IGNORE)\n"
+    )
     a, b, blank, bob = t.rules
     assert a.matches(dl()) and not a.matches(dl(dest_topic="qmon.control"))
     assert not a.matches(dl(reason=65539))
@@ -117,9 +128,11 @@ def test_forward_queue_substitutes_destq():
 
 
 def test_first_matching_rule_its_retries_then_the_next_rule_then_ignore():
-    t = parse_rules("REASON(65537) ACTION(FWD) FWDQ(missing) RETRY(3)\n"
-                    "DESTQ(nomatch) ACTION(DISCARD)\n"
-                    "ACTION(FWD) FWDQ(exists) RETRY(2)\n")
+    t = parse_rules(
+        "REASON(65537) ACTION(FWD) FWDQ(missing) RETRY(3)\n"
+        "DESTQ(nomatch) ACTION(DISCARD)\n"
+        "ACTION(FWD) FWDQ(exists) RETRY(2)\n"
+    )
     calls = []
 
     def attempt(rule, topic, n):
@@ -146,10 +159,12 @@ def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
 
 
 def test_unquoted_values_are_folded_to_upper_case_except_topic_names():
-    t = parse_rules("inputq(My.Dlq) inputqm(qm1) waIT(no)\n"
-                    "destq(Orders.Activity) userid(bob) replyqm(abc) +\n"
-                    "  action(fwd) fwdq(Manual.Dead) fwdqm(qm2) header(no)\n"
-                    "destq(Orders.*) action(discard)\n")
+    t = parse_rules(
+        "inputq(My.Dlq) inputqm(qm1) waIT(no)\n"
+        "destq(Orders.Activity) userid(bob) replyqm(abc) +\n"
+        "  action(fwd) fwdq(Manual.Dead) fwdqm(qm2) header(no)\n"
+        "destq(Orders.*) action(discard)\n"
+    )
     assert (t.control.inputq, t.control.inputqm, t.control.wait) == ("My.Dlq", "QM1", False)
     r = t.rules[0]
     assert r.patterns == {"DESTQ": "Orders.Activity", "REPLYQM": "ABC", "USERID": "BOB"}
@@ -165,11 +180,14 @@ def test_quoted_values_keep_their_case():
     assert t.rules[0].matches(dl()) and not t.rules[0].matches(dl(format="ControlCommand"))
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("FORMAT(QueueActivity) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
-    ("FORMAT(queue*) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
-    ("APPLNAME(qmon) ACTION(DISCARD)", "APPLNAME('qmon')"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("FORMAT(QueueActivity) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
+        ("FORMAT(queue*) ACTION(DISCARD)", "FORMAT('QueueActivity')"),
+        ("APPLNAME(qmon) ACTION(DISCARD)", "APPLNAME('qmon')"),
+    ],
+)
 def test_a_folded_format_or_applname_that_could_only_match_with_its_case_is_an_error_saying_quote_it(text, fragment):
     with pytest.raises(RulesError) as err:
         parse_rules(text)
@@ -215,11 +233,14 @@ def test_destq_in_fwdq_is_recognised_in_any_case():
     assert rule.fwdq == "&DESTQ.Manual" and rule.forward_topic(dl()) == "qmon.activity.Manual"
 
 
-@pytest.mark.parametrize("text,line,fragment", [
-    ("", 1, "only comments and blank lines"),
-    ("* nothing but comments\n\n* here\n", 3, "only comments and blank lines"),
-    ("* control data only\nINPUTQ(x) RETRYINT(5)\n", 2, "only control data"),
-])
+@pytest.mark.parametrize(
+    "text,line,fragment",
+    [
+        ("", 1, "only comments and blank lines"),
+        ("* nothing but comments\n\n* here\n", 3, "only comments and blank lines"),
+        ("* control data only\nINPUTQ(x) RETRYINT(5)\n", 2, "only control data"),
+    ],
+)
 def test_a_table_without_rules_is_rejected_at_its_last_line(text, line, fragment):
     with pytest.raises(RulesError) as err:
         parse_rules(text)
@@ -235,9 +256,11 @@ def test_an_invalid_rule_is_reported_once_not_also_as_no_rules():
 
 
 def test_a_comment_or_blank_line_inside_a_continuation_is_skipped_not_joined():
-    t = parse_rules("REASON(65537) +\n* why: undecodable records are useless\n\n     ACTION(DISCARD)\n"
-                    "DESTQ(qmon.act-\n*  (a comment in a - continuation)\nivity) ACTION(IGNORE)\n"
-                    "ACTION(FWD) +\n   * indented comment\n   FWDQ(x)\n")
+    t = parse_rules(
+        "REASON(65537) +\n* why: undecodable records are useless\n\n     ACTION(DISCARD)\n"
+        "DESTQ(qmon.act-\n*  (a comment in a - continuation)\nivity) ACTION(IGNORE)\n"
+        "ACTION(FWD) +\n   * indented comment\n   FWDQ(x)\n"
+    )
     assert [(r.line, r.action) for r in t.rules] == [(1, "DISCARD"), (5, "IGNORE"), (8, "FWD")]
     assert t.rules[0].patterns == {"REASON": 65537}
     assert t.rules[1].patterns == {"DESTQ": "qmon.activity"}

@@ -94,9 +94,16 @@ def test_a_failed_put_is_no_work():
     assert notes(op(m, "PUT", "1PAYTRAN", reason=2053)) == []
 
 
-@pytest.mark.parametrize("queue,kind", [("2PAYTRAN", "transaction staging"), ("3SUSPEND", "suspend"),
-                                        ("6LTERM", "LTERM staging"), ("7APPC", "APPC ready"),
-                                        ("9OTMA", "OTMA ready")])
+@pytest.mark.parametrize(
+    "queue,kind",
+    [
+        ("2PAYTRAN", "transaction staging"),
+        ("3SUSPEND", "suspend"),
+        ("6LTERM", "LTERM staging"),
+        ("7APPC", "APPC ready"),
+        ("9OTMA", "OTMA ready"),
+    ],
+)
 def test_staging_suspend_appc_and_otma_queues_are_refused(queue, kind):
     with pytest.raises(MqscError) as err:
         parse_command(f"REGISTER INTEREST QUEUE({queue}) CLIENT(IMSA)")
@@ -121,6 +128,7 @@ def test_registry_and_matching():
 
 
 # ---------------------------------------------------------------- sharded, as the job routes commands
+
 
 class Shards:
     """A queue manager split over ``n`` shards, commands delivered as ``streaming.pipeline.route``
@@ -175,8 +183,16 @@ def test_a_generic_registration_is_not_told_of_work_already_on_refused_queues():
     assert replies(out)[0][0] is True
 
 
-@pytest.mark.parametrize("name,kind", [("2*", "transaction staging"), ("3SUS*", "suspend"), ("6*", "LTERM staging"),
-                                       ("7*", "APPC ready"), ("9OTMA*", "OTMA ready")])
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("2*", "transaction staging"),
+        ("3SUS*", "suspend"),
+        ("6*", "LTERM staging"),
+        ("7*", "APPC ready"),
+        ("9OTMA*", "OTMA ready"),
+    ],
+)
 def test_a_generic_name_matching_only_refused_queues_is_refused_with_the_reason(name, kind):
     with pytest.raises(MqscError) as err:
         parse_command(f"REGISTER INTEREST QUEUE({name}) CLIENT(IMSA)")
@@ -185,8 +201,13 @@ def test_a_generic_name_matching_only_refused_queues_is_refused_with_the_reason(
 
 
 def test_a_the_pure_rule():
-    assert [refused(q) for q in ("2X", "2*", "*", "1*", "5L")] == ["transaction staging", "transaction staging",
-                                                                   None, None, None]
+    assert [refused(q) for q in ("2X", "2*", "*", "1*", "5L")] == [
+        "transaction staging",
+        "transaction staging",
+        None,
+        None,
+        None,
+    ]
     assert set(NO_INTEREST_TYPES) == {"2", "3", "6", "7", "9"}
     assert not matches("*", "2PAYTRAN") and not matches("*", "9OTMA") and matches("*", "1PAYTRAN")
     assert matches("1PAY*", "1PAYTRAN") and not matches("1PAY*", "1PA") and not matches("1PAY", "1PAYTRAN")
@@ -204,6 +225,7 @@ def test_a_many_registrations_are_looked_up_not_scanned_with_the_same_answer():
 
 
 # ---------------------------------------------------------------- B: a second client on an LTERM ready queue
+
 
 def test_b_a_second_client_registering_an_lterm_ready_queue_is_warned_and_accepted():
     m = mon()
@@ -245,10 +267,16 @@ def test_b_overlap_rule():
 
 # ---------------------------------------------------------------- C: a client's interest dropped as a whole
 
+
 def test_c_deregister_queue_star_drops_every_registration_of_the_client():
     m = mon()
-    for text in ["QUEUE(1PAY*) CLIENT(IMSA)", "QUEUE(1PAYTRAN) CLIENT(IMSA)", "QUEUE(5LTERMZ) CLIENT(IMSA)",
-                 "QUEUE(*) CLIENT(IMSA)", "QUEUE(1PAYTRAN) CLIENT(IMSB)"]:
+    for text in [
+        "QUEUE(1PAY*) CLIENT(IMSA)",
+        "QUEUE(1PAYTRAN) CLIENT(IMSA)",
+        "QUEUE(5LTERMZ) CLIENT(IMSA)",
+        "QUEUE(*) CLIENT(IMSA)",
+        "QUEUE(1PAYTRAN) CLIENT(IMSB)",
+    ]:
         cmd(m, f"REGISTER INTEREST {text}")
     ok, message = replies(cmd(m, "DEREGISTER INTEREST QUEUE(*) CLIENT(IMSA)"))[0]
     assert ok is True and "(4): *, 1PAY*, 1PAYTRAN, 5LTERMZ." in message
@@ -309,8 +337,11 @@ def _run_sharded(records, buckets: int):
                 for b, m in enumerate(s.monitors):
                     out += m.on_command(c, ts, r["command_id"], reply=b == 0)
         else:
-            out += s.monitors[s.shard(r["queue"])].on_activity(Activity(
-                r["event_id"], r["qmgr"], r["queue"], r["op"], ts, r.get("depth_after"), None, None, r.get("reason")))
+            out += s.monitors[s.shard(r["queue"])].on_activity(
+                Activity(
+                    r["event_id"], r["qmgr"], r["queue"], r["op"], ts, r.get("depth_after"), None, None, r.get("reason")
+                )
+            )
     return out
 
 

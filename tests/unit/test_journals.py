@@ -25,23 +25,29 @@ def test_parse_names_the_instance_restore_digit_and_sequence():
     assert parse("AMQB900001") == Receiver("B", 9, 1)
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("AMQA000123", "AMQA000124"),
-    ("AMQA099999", "AMQA000000"),   # the seed's examples: wrap within the same r
-    ("AMQA999999", "AMQA900000"),
-    ("AMQC512345", "AMQC512346"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("AMQA000123", "AMQA000124"),
+        ("AMQA099999", "AMQA000000"),  # the seed's examples: wrap within the same r
+        ("AMQA999999", "AMQA900000"),
+        ("AMQC512345", "AMQC512346"),
+    ],
+)
 def test_next_name_adds_one_and_wraps_keeping_r(name, expected):
     assert next_name(name) == expected
 
 
-@pytest.mark.parametrize("bad,why", [
-    ("QMQA000001", "does not start with AMQ"),
-    ("AMQA00001", "9 characters"),
-    ("AMQ1000001", "instance letter"),
-    ("AMQAX00001", "six digits"),
-    ("amqa000001", "does not start with AMQ"),
-])
+@pytest.mark.parametrize(
+    "bad,why",
+    [
+        ("QMQA000001", "does not start with AMQ"),
+        ("AMQA00001", "9 characters"),
+        ("AMQ1000001", "instance letter"),
+        ("AMQAX00001", "six digits"),
+        ("amqa000001", "does not start with AMQ"),
+    ],
+)
 def test_names_that_are_not_receiver_names_get_a_clear_error(bad, why):
     with pytest.raises(ReceiverNameError) as err:
         parse(bad)
@@ -58,8 +64,9 @@ def test_first_free_is_none_when_every_name_is_taken():
     assert first_free("AMQA000005", every) is None
 
 
-def status(attached="AMQA000123", size=100, threshold=1000, receivers=("AMQA000122", "AMQA000123"), ts=1000,
-           library="QMPAYLIB"):
+def status(
+    attached="AMQA000123", size=100, threshold=1000, receivers=("AMQA000122", "AMQA000123"), ts=1000, library="QMPAYLIB"
+):
     return JournalStatus(f"j{next(_n)}", "PAYQM", ts, library, attached, size, threshold, tuple(receivers))
 
 
@@ -127,15 +134,20 @@ def test_the_journal_is_named_after_the_attached_receivers_instance():
 def test_every_alert_of_instance_b_names_journal_amqbjrn():
     m = JournalMonitor("PAYQM", {})
     b = dict(attached="AMQB000123", receivers=("AMQB000123",))
-    out = m.on_status(status(**b, size=950, ts=1000))                                          # near
+    out = m.on_status(status(**b, size=950, ts=1000))  # near
     out += m.on_status(status(**{**b, "receivers": ("AMQB000123", "AMQB000124")}, size=950, ts=2000))  # blocked
-    out += m.on_status(status(**{**b, "receivers": every_name("B")}, size=950, ts=3000))       # exhausted
-    out += m.on_status(status(**b, size=950, ts=4000))                                       # both resolved
+    out += m.on_status(status(**{**b, "receivers": every_name("B")}, size=950, ts=3000))  # exhausted
+    out += m.on_status(status(**b, size=950, ts=4000))  # both resolved
     out += m.on_status(status(attached="AMQB000124", receivers=("AMQB000123", "AMQB000124"), size=5, ts=5000))
-    assert kinds(out) == [("RECEIVER_NEAR_THRESHOLD", "FIRING"), ("SWITCH_BLOCKED", "FIRING"),
-                          ("NAME_SPACE_EXHAUSTED", "FIRING"), ("SWITCH_BLOCKED", "RESOLVED"),
-                          ("NAME_SPACE_EXHAUSTED", "RESOLVED"), ("RECEIVER_SWITCHED", "INFO"),
-                          ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]
+    assert kinds(out) == [
+        ("RECEIVER_NEAR_THRESHOLD", "FIRING"),
+        ("SWITCH_BLOCKED", "FIRING"),
+        ("NAME_SPACE_EXHAUSTED", "FIRING"),
+        ("SWITCH_BLOCKED", "RESOLVED"),
+        ("NAME_SPACE_EXHAUSTED", "RESOLVED"),
+        ("RECEIVER_SWITCHED", "INFO"),
+        ("RECEIVER_NEAR_THRESHOLD", "RESOLVED"),
+    ]
     for _, _, rec in out:
         assert rec["structure"] == "QMPAYLIB/AMQBJRN"
         assert "AMQAJRN" not in rec["summary"] + rec["action"] + (rec["message"] or "")
@@ -147,8 +159,9 @@ def test_every_alert_of_instance_b_names_journal_amqbjrn():
 
 def test_two_instances_of_one_library_are_two_journals_never_a_switch():
     m = JournalMonitor("PAYQM", {})
-    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [("RECEIVER_NEAR_THRESHOLD",
-                                                                                    "FIRING")]
+    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [
+        ("RECEIVER_NEAR_THRESHOLD", "FIRING")
+    ]
     # instance B takes over: not a switch, and its small receiver does not resolve A's episode
     out = m.on_status(status(attached="AMQB000001", receivers=("AMQB000001",), size=5, ts=2000))
     assert kinds(out) == []
@@ -163,16 +176,19 @@ def test_staleness_is_per_journal():
     m = JournalMonitor("PAYQM", {})
     m.on_status(status(attached="AMQB000001", receivers=("AMQB000001",), ts=2000))
     # older than B's newest, but the newest of journal AMQAJRN: not stale
-    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [("RECEIVER_NEAR_THRESHOLD",
-                                                                                    "FIRING")]
+    assert kinds(m.on_status(status(attached="AMQA000123", size=950, ts=1000))) == [
+        ("RECEIVER_NEAR_THRESHOLD", "FIRING")
+    ]
     # older than AMQAJRN's newest: stale
     assert m.on_status(status(attached="AMQA000122", size=5, ts=500)) == []
 
 
 def test_state_keyed_by_library_alone_is_migrated_to_the_journal_of_its_attached_receiver():
     near_id = "old-near-episode"
-    state = {"QMPAYLIB": {"attached": "AMQB000123", "ts": 1000, "near": near_id, "blocked": None, "exhausted": None},
-             "QMOTHER": {"attached": "AMQA000007", "ts": 1000, "near": None, "blocked": None, "exhausted": None}}
+    state = {
+        "QMPAYLIB": {"attached": "AMQB000123", "ts": 1000, "near": near_id, "blocked": None, "exhausted": None},
+        "QMOTHER": {"attached": "AMQA000007", "ts": 1000, "near": None, "blocked": None, "exhausted": None},
+    }
     m = JournalMonitor("PAYQM", state)
     assert set(state) == {"QMPAYLIB/AMQBJRN", "QMOTHER/AMQAJRN"} and state["QMPAYLIB/AMQBJRN"]["near"] == near_id
     assert m.on_status(status(attached="AMQB000122", ts=900)) == []  # still stale after the migration

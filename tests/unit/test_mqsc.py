@@ -50,26 +50,29 @@ def test_commas_separate_keywords():
     assert parse_command("ALTER QLOCAL(A),QSVCINT(5),QSVCIEV(OK)").attrs == {"QSVCINT": 5, "QSVCIEV": "OK"}
 
 
-@pytest.mark.parametrize("text,keyword,fragment", [
-    ("ALTER QLOCAL(A) QSVCINTT(5)", "QSVCINTT", "not a queue attribute"),
-    ("ALTER QLOCAL(A) QSVCINT(abc)", "QSVCINT", "whole number"),
-    ("ALTER QLOCAL(A) QSVCINT(1000000000)", "QSVCINT", "out of range"),
-    ("ALTER QLOCAL(A) QDEPTHHI(101)", "QDEPTHHI", "out of range"),
-    ("ALTER QLOCAL(A) QSVCIEV(SOMETIMES)", "QSVCIEV", "HIGH, OK, NONE"),
-    ("ALTER QMGR PERFMEV(MAYBE)", "PERFMEV", "ENABLED, DISABLED"),
-    ("ALTER QMGR", "QMGR", "needs an attribute"),
-    ("DELETE QLOCAL(A)", "DELETE", "unknown or unsupported command verb"),
-    ("ALTER QREMOTE(A)", "QREMOTE", "does not apply"),
-    ("ALTER QLOCAL()", "QLOCAL", "needs a name"),
-    ("ALTER QLOCAL('" + "A" * 49 + "')", "QLOCAL", "at most 48"),
-    ("ALTER QLOCAL('A B')", "QLOCAL", "may hold only"),
-    ("ALTER QLOCAL('ABC) QSVCINT(5)", "QLOCAL", "closing quote"),
-    ("ALTER QLOCAL(A QSVCINT(5)", "QLOCAL", ""),
-    ("REGISTER INTEREST QUEUE(2TRAN) CLIENT(IMSA)", "QUEUE", "staging"),
-    ("REGISTER INTEREST QUEUE(9OTMA) CLIENT(IMSA)", "QUEUE", "OTMA"),
-    ("REGISTER INTEREST CLIENT(IMSA)", "QUEUE", "needs QUEUE"),
-    ("", "", "empty"),
-])
+@pytest.mark.parametrize(
+    "text,keyword,fragment",
+    [
+        ("ALTER QLOCAL(A) QSVCINTT(5)", "QSVCINTT", "not a queue attribute"),
+        ("ALTER QLOCAL(A) QSVCINT(abc)", "QSVCINT", "whole number"),
+        ("ALTER QLOCAL(A) QSVCINT(1000000000)", "QSVCINT", "out of range"),
+        ("ALTER QLOCAL(A) QDEPTHHI(101)", "QDEPTHHI", "out of range"),
+        ("ALTER QLOCAL(A) QSVCIEV(SOMETIMES)", "QSVCIEV", "HIGH, OK, NONE"),
+        ("ALTER QMGR PERFMEV(MAYBE)", "PERFMEV", "ENABLED, DISABLED"),
+        ("ALTER QMGR", "QMGR", "needs an attribute"),
+        ("DELETE QLOCAL(A)", "DELETE", "unknown or unsupported command verb"),
+        ("ALTER QREMOTE(A)", "QREMOTE", "does not apply"),
+        ("ALTER QLOCAL()", "QLOCAL", "needs a name"),
+        ("ALTER QLOCAL('" + "A" * 49 + "')", "QLOCAL", "at most 48"),
+        ("ALTER QLOCAL('A B')", "QLOCAL", "may hold only"),
+        ("ALTER QLOCAL('ABC) QSVCINT(5)", "QLOCAL", "closing quote"),
+        ("ALTER QLOCAL(A QSVCINT(5)", "QLOCAL", ""),
+        ("REGISTER INTEREST QUEUE(2TRAN) CLIENT(IMSA)", "QUEUE", "staging"),
+        ("REGISTER INTEREST QUEUE(9OTMA) CLIENT(IMSA)", "QUEUE", "OTMA"),
+        ("REGISTER INTEREST CLIENT(IMSA)", "QUEUE", "needs QUEUE"),
+        ("", "", "empty"),
+    ],
+)
 def test_errors_name_the_keyword(text, keyword, fragment):
     with pytest.raises(MqscError) as info:
         parse_command(text)
@@ -84,8 +87,10 @@ def test_interest_and_generic_names():
 
 
 def test_canonical_echo():
-    assert canonical(parse_command("alter qlocal(a) qsvcint(5) qdphiev(enabled)")) == \
-        "ALTER QLOCAL('A') QSVCINT(5) QDPHIEV(ENABLED)"
+    assert (
+        canonical(parse_command("alter qlocal(a) qsvcint(5) qdphiev(enabled)"))
+        == "ALTER QLOCAL('A') QSVCINT(5) QDPHIEV(ENABLED)"
+    )
 
 
 def test_a_huge_number_is_an_error_not_a_crash():
@@ -102,13 +107,16 @@ def test_a_huge_number_is_an_error_not_a_crash():
 # ---------------------------------------------------------------- issue 15 (D)
 
 
-@pytest.mark.parametrize("text,keyword", [
-    ("ALTER QLOCAL(Q) QSVCINT(5) QSVCINT(6)", "QSVCINT"),
-    ("ALTER QLOCAL(Q) QSVCINT(5) QSVCIEV(HIGH) qsvcint(5)", "QSVCINT"),
-    ("DEFINE QLOCAL(Q) DESCR('a') DESCR('b')", "DESCR"),
-    ("REGISTER INTEREST QUEUE(1A) CLIENT(X) CLIENT(Y)", "CLIENT"),
-    ("ALTER QMGR PERFMEV(ENABLED) PERFMEV(DISABLED)", "PERFMEV"),
-])
+@pytest.mark.parametrize(
+    "text,keyword",
+    [
+        ("ALTER QLOCAL(Q) QSVCINT(5) QSVCINT(6)", "QSVCINT"),
+        ("ALTER QLOCAL(Q) QSVCINT(5) QSVCIEV(HIGH) qsvcint(5)", "QSVCINT"),
+        ("DEFINE QLOCAL(Q) DESCR('a') DESCR('b')", "DESCR"),
+        ("REGISTER INTEREST QUEUE(1A) CLIENT(X) CLIENT(Y)", "CLIENT"),
+        ("ALTER QMGR PERFMEV(ENABLED) PERFMEV(DISABLED)", "PERFMEV"),
+    ],
+)
 def test_a_keyword_given_twice_is_an_error_naming_it(text, keyword):
     with pytest.raises(MqscError) as info:
         parse_command(text)
@@ -117,8 +125,9 @@ def test_a_keyword_given_twice_is_an_error_naming_it(text, keyword):
 
 
 def test_comment_and_blank_lines_inside_a_continuation_are_skipped_not_joined():
-    script = ("ALTER QLOCAL(A) +\n* the interval, in ms\n      QSVCINT(5) -\n\n*another\n QSVCIEV(HIGH)\n"
-              "RESET QSTATS(A)\n")
+    script = (
+        "ALTER QLOCAL(A) +\n* the interval, in ms\n      QSVCINT(5) -\n\n*another\n QSVCIEV(HIGH)\nRESET QSTATS(A)\n"
+    )
     assert split_script(script) == ["ALTER QLOCAL(A) QSVCINT(5)  QSVCIEV(HIGH)", "RESET QSTATS(A)"]
     assert parse_command(split_script(script)[0]).attrs == {"QSVCINT": 5, "QSVCIEV": "HIGH"}
     # only an asterisk in the first position makes a comment
@@ -127,8 +136,9 @@ def test_comment_and_blank_lines_inside_a_continuation_are_skipped_not_joined():
 
 def _monitor_with_payroll_queues() -> QueueMonitor:
     m = QueueMonitor("QM1", MonitorSettings())
-    for i, (queue, op) in enumerate([("PAYROLL.A", "PUT"), ("PAYROLL.A", "PUT"), ("PAYROLL.A", "GET"),
-                                     ("PAYROLL.B", "PUT"), ("OTHER", "PUT")]):
+    for i, (queue, op) in enumerate(
+        [("PAYROLL.A", "PUT"), ("PAYROLL.A", "PUT"), ("PAYROLL.A", "GET"), ("PAYROLL.B", "PUT"), ("OTHER", "PUT")]
+    ):
         m.on_activity(Activity(f"e{i}", "QM1", queue, op, 1_000 + i))
     return m
 
@@ -143,20 +153,25 @@ def test_reset_qstats_with_a_generic_name_resets_every_matching_queue_in_one_rep
     assert r["message"].splitlines() == [
         "RESET QSTATS('PAYROLL.*'): 2 queues reset:",
         "AMQ8450I: Display queue status details. QUEUE(PAYROLL.A) RESETINT(10) HIQDEPTH(2) MSGSIN(2) MSGSOUT(1)",
-        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(9) HIQDEPTH(1) MSGSIN(1) MSGSOUT(0)"]
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(9) HIQDEPTH(1) MSGSIN(1) MSGSOUT(0)",
+    ]
     assert sorted(m.queues) == ["OTHER", "PAYROLL.A", "PAYROLL.B"]  # no queue named PAYROLL.*
     assert m.queues["OTHER"]["enq"] == 1 and m.queues["PAYROLL.A"]["enq"] == 0
     [again] = m.on_command(cmd, 12_000, "c2", reply=True)
     assert "QUEUE(PAYROLL.A) RESETINT(1) HIQDEPTH(1) MSGSIN(0) MSGSOUT(0)" in again.record["message"]
     [none] = m.on_command(parse_command("RESET QSTATS(NOPE.*)"), 12_000, "c3", reply=True)
-    assert none.record["ok"] and none.record["message"] == "RESET QSTATS('NOPE.*'): no queue matches NOPE.*; nothing reset."
+    assert (
+        none.record["ok"]
+        and none.record["message"] == "RESET QSTATS('NOPE.*'): no queue matches NOPE.*; nothing reset."
+    )
 
 
 def test_reset_qstats_generic_in_shards_replies_in_parts_that_join_into_one():
     shards = [QueueMonitor("QM1", MonitorSettings()) for _ in range(3)]
     place = {"PAYROLL.A": 0, "PAYROLL.B": 2, "OTHER": 2}
-    for i, (queue, op) in enumerate([("PAYROLL.A", "PUT"), ("PAYROLL.B", "PUT"), ("PAYROLL.B", "GET"),
-                                     ("OTHER", "PUT")]):
+    for i, (queue, op) in enumerate(
+        [("PAYROLL.A", "PUT"), ("PAYROLL.B", "PUT"), ("PAYROLL.B", "GET"), ("OTHER", "PUT")]
+    ):
         shards[place[queue]].on_activity(Activity(f"e{i}", "QM1", queue, op, 1_000))
     cmd = parse_command("RESET QSTATS(PAYROLL.*)")
     out = [e for b, m in enumerate(shards) for e in m.on_command(cmd, 5_000, part_command_id("c9", b + 1, 3), True)]
@@ -171,7 +186,8 @@ def test_reset_qstats_generic_in_shards_replies_in_parts_that_join_into_one():
     assert joined["message"].splitlines() == [
         "RESET QSTATS('PAYROLL.*'): 2 queues reset (the replies of 3 shards joined)",
         "AMQ8450I: Display queue status details. QUEUE(PAYROLL.A) RESETINT(4) HIQDEPTH(1) MSGSIN(1) MSGSOUT(0)",
-        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(4) HIQDEPTH(1) MSGSIN(1) MSGSOUT(1)"]
+        "AMQ8450I: Display queue status details. QUEUE(PAYROLL.B) RESETINT(4) HIQDEPTH(1) MSGSIN(1) MSGSOUT(1)",
+    ]
     partial = join_parts(records[1:], partial=True)
     assert partial["ok"] is False and "No reply from part 1 of 3" in partial["message"]
     # a reply that came whole is its own join; an id without a part is part 1 of 1

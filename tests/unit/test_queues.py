@@ -301,8 +301,9 @@ def test_define_twice_needs_replace_and_reset_qstats_replies_with_statistics():
 def test_pattern_defaults_apply_to_queues_first_seen_later():
     from qmon.queues import QueueDefaults
 
-    settings = MonitorSettings(perfmev="ENABLED", queue_defaults=(
-        QueueDefaults("PAYROLL.*", {"QSVCIEV": "HIGH", "QSVCINT": 100}),))
+    settings = MonitorSettings(
+        perfmev="ENABLED", queue_defaults=(QueueDefaults("PAYROLL.*", {"QSVCIEV": "HIGH", "QSVCINT": 100}),)
+    )
     mon = QueueMonitor(QM, settings)
     f = Feed(mon)
     f("PUT", 0, queue="PAYROLL.IN")
@@ -351,14 +352,14 @@ def test_a_dead_consumer_on_a_queue_first_seen_non_empty_stalls():
 def test_bounded_state_keeps_queues_with_messages_altered_settings_or_a_firing_alert():
     mon = monitor(qsvciev="HIGH", qsvcint=10_000)  # MYQUEUE is ALTERed
     f = Feed(mon)
-    f("PUT", 0, queue="FULL.Q")              # holds a message
-    f("PUT", 0)                              # MYQUEUE: altered settings, holds a message
-    f("GET", 1)                              # ... now empty, still altered
+    f("PUT", 0, queue="FULL.Q")  # holds a message
+    f("PUT", 0)  # MYQUEUE: altered settings, holds a message
+    f("GET", 1)  # ... now empty, still altered
     f("PUT", 0, queue="STALLED.Q")
     mon.on_command(parse_command("ALTER QLOCAL(STALLED.Q) QSVCIEV(HIGH) QSVCINT(10)"), 0, "c", reply=False)
-    mon.on_clock(1_000)                      # STALLED.Q: QUEUE_STALLED FIRING
+    mon.on_clock(1_000)  # STALLED.Q: QUEUE_STALLED FIRING
     f("PUT", 0, queue="IDLE.Q")
-    f("GET", 1, queue="IDLE.Q")              # empty, default settings
+    f("GET", 1, queue="IDLE.Q")  # empty, default settings
     assert mon.expire(10**10, 1_000) == ["IDLE.Q"]
     assert set(mon.queues) == {"FULL.Q", Q, "STALLED.Q"}
     # the FIRING stall is not orphaned: it still resolves

@@ -40,8 +40,9 @@ def _demo_outputs(rate: int, seconds: int):
     items = sim.take(rate * seconds)
     recs = [{"ts": sim.t0 - 1, "qmgr": qm, "command": c} for qm, cmds in SETUP_MQSC.items() for c in cmds]
     recs += [i.value for i in items if isinstance(i.value, dict)]
-    out = run_reference(recs, config.monitor_settings(), final_clock=items[-1].ts,
-                        structure_settings=config.structure_settings())
+    out = run_reference(
+        recs, config.monitor_settings(), final_clock=items[-1].ts, structure_settings=config.structure_settings()
+    )
     return sim, items, out
 
 

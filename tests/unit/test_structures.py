@@ -48,6 +48,7 @@ def fill(m: StructureMonitor, queue: str, n: int, ts: int = 1000) -> list:
 
 # ---------------------------------------------------------------- data elements and queue types
 
+
 def test_a_message_takes_ceil_bytes_over_512_elements_at_least_one():
     assert [elements(b) for b in (0, 1, 512, 513, 1024, 1025, None)] == [1, 1, 1, 2, 2, 3, 1]
 
@@ -99,6 +100,7 @@ def test_duplicate_event_ids_are_ignored():
 
 # ---------------------------------------------------------------- alter
 
+
 def test_alter_grows_to_the_smallest_kb_size_that_brings_usage_to_ovflwmax_minus_20():
     m = mon(size=10, initsize=5)  # 10 elements now, 20 at most
     out = fill(m, "1TRAN", 7)  # 7/10 = 70% = OVFLWMAX
@@ -120,6 +122,7 @@ def test_alter_stops_at_size_and_overflow_follows_when_usage_stays_at_or_above_o
 
 
 # ---------------------------------------------------------------- candidate selection
+
 
 def test_candidates_are_offered_largest_first_ties_by_name_staging_and_empty_never():
     m = mon(size=10, lgmsgsz=512)
@@ -145,7 +148,10 @@ def test_rejected_queues_do_not_count_toward_the_target():
     out = fill(m, "1BBB", 3)  # 14/20
     cand = [e.record for e in out if e.topic == topics.OVERFLOW][0]
     assert [(c["queue"], c["decision"]) for c in cand["candidates"]] == [
-        ("1BIG", "reject"), ("1AAA", "approve"), ("1BBB", "approve")]
+        ("1BIG", "reject"),
+        ("1AAA", "approve"),
+        ("1BBB", "approve"),
+    ]
     assert cand["usage_after_pct"] == 40.0
 
 
@@ -175,6 +181,7 @@ def test_a_callable_overflow_exit(monkeypatch):
 
 # ---------------------------------------------------------------- without an overflow structure
 
+
 def test_without_an_overflow_structure_puts_to_approved_queues_are_rejected_once_per_queue_per_episode():
     m = mon(size=10, fullthreshold=100)
     fill(m, "1BIG", 10)
@@ -202,6 +209,7 @@ def test_without_an_overflow_structure_overflow_ends_when_usage_drops_to_target(
 
 
 # ---------------------------------------------------------------- with an overflow structure
+
 
 def test_approved_queues_move_to_the_overflow_structure_and_count_there():
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=10)
@@ -283,6 +291,7 @@ def test_resource_structures_never_overflow():
 
 # ---------------------------------------------------------------- full and near full
 
+
 def test_structure_full_once_per_episode_and_relieved_by_a_get():
     m = mon(size=10, ovflwmax=100, fullthreshold=100, resource=True)
     fill(m, "1TRAN", 20)
@@ -311,15 +320,18 @@ def test_near_full_fires_once_on_the_upward_crossing_and_resolves_a_margin_below
 
 def test_an_unknown_structure_is_reported_once_and_not_accounted():
     m = StructureMonitor("NOPE", StructureSettings())
-    out = m.on_activity(Op("a", "IMSA", "1TRAN", "PUT", 0, 512)) + m.on_activity(Op("b", "IMSA", "1TRAN", "PUT", 0, 512))
+    out = m.on_activity(Op("a", "IMSA", "1TRAN", "PUT", 0, 512)) + m.on_activity(
+        Op("b", "IMSA", "1TRAN", "PUT", 0, 512)
+    )
     assert types(out) == [("STRUCTURE_UNKNOWN", "INFO")]
 
 
 def test_event_ids_are_deterministic():
     def run():
         m = mon(size=10)
-        return [e.record["event_id"] for i in range(15)
-                for e in m.on_activity(Op(f"x{i}", "IMSA", "1TRAN", "PUT", i, 512))]
+        return [
+            e.record["event_id"] for i in range(15) for e in m.on_activity(Op(f"x{i}", "IMSA", "1TRAN", "PUT", i, 512))
+        ]
 
     assert run() == run() and len(set(run())) == len(run())
 
@@ -331,14 +343,15 @@ def test_elements_of_odd_sizes(bad):
 
 # ---------------------------------------------------------------- exact accounting (issue 15)
 
+
 def test_a_get_without_msg_bytes_frees_the_long_message_and_its_staging_part():
     """Seed 004: "IMSA deletes MSG2A and MSG2B from the structure" — both parts, exactly."""
     m = mon(size=100, lgmsgsz=1024)
     put(m, "5LTERM", 1024 + 3000)  # 2 elements on 5LTERM, 6 on 6LTERM
-    put(m, "5LTERM", 100)          # 1 element
+    put(m, "5LTERM", 100)  # 1 element
     qs = m.state["queues"]
     assert m.state["used"] == 9 and qs["6LTERM"]["el"] == 6
-    get(m, "5LTERM", None)          # FIFO: the long message goes first, with its staging part
+    get(m, "5LTERM", None)  # FIFO: the long message goes first, with its staging part
     assert qs["5LTERM"]["el"] == 1 and qs["6LTERM"]["el"] == 0 and m.state["used"] == 1
     get(m, "5LTERM", None)
     assert m.state["used"] == 0 and qs["5LTERM"]["msgs"] == 0 and qs["6LTERM"]["msgs"] == 0
@@ -414,13 +427,16 @@ def test_old_state_without_the_fifo_loads_and_frees_the_average():
 
 # ---------------------------------------------------------------- the overflow structure has a size
 
+
 def test_approved_queues_move_only_while_they_fit_in_the_overflow_structure():
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=4)  # 8 elements of overflow
     fill(m, "1BIG", 9)
     out = fill(m, "1MID", 5)  # 14/20 = 70%: 1BIG (9) does not fit in 8, 1MID (5) does
     cands = [e.record for e in out if e.topic == topics.OVERFLOW][0]["candidates"]
     assert [(c["queue"], c["decision"], c["in_overflow"]) for c in cands] == [
-        ("1BIG", "approve", False), ("1MID", "approve", True)]
+        ("1BIG", "approve", False),
+        ("1MID", "approve", True),
+    ]
     assert m.state["ovf_used"] == 5 and m.state["used"] == 9
     assert not m.state["queues"]["1BIG"]["ovf"] and m.state["queues"]["1MID"]["ovf"]
     assert m.ovf_usage() <= 100.0
@@ -438,6 +454,7 @@ def test_overflow_usage_is_never_reported_above_100_percent():
 
 # ---------------------------------------------------------------- selection when the threshold is reached
 
+
 def test_selection_runs_when_the_threshold_is_reached_not_on_every_put_above_it():
     """Seeds 000/004: with an overflow structure whose exit rejects everything, the puts above
     OVFLWMAX give one selection, not one per put."""
@@ -450,7 +467,7 @@ def test_selection_runs_when_the_threshold_is_reached_not_on_every_put_above_it(
 def test_reached_again_means_from_below_ovflwmax_to_at_or_above_it():
     m = mon((ExitRule("1*", "reject"),), size=10, ovflwstr="OVF1", ovflwsize=100, fullthreshold=100)
     fill(m, "1TRAN", 14)  # reached: selection 1
-    get(m, "1TRAN")       # 13/20 = 65%: below again
+    get(m, "1TRAN")  # 13/20 = 65%: below again
     out = fill(m, "1TRAN", 1)  # 70%: reached again: selection 2
     assert sum(1 for e in out if e.topic == topics.OVERFLOW) == 1
     out = fill(m, "1TRAN", 1)  # 75%: still above
@@ -458,6 +475,7 @@ def test_reached_again_means_from_below_ovflwmax_to_at_or_above_it():
 
 
 # ---------------------------------------------------------------- exact thresholds
+
 
 def test_thresholds_compare_exact_element_counts_not_rounded_percentages():
     # 13999 of 20000 elements is 69.995%: below OVFLWMAX 70 although it rounds to 70.0
@@ -477,6 +495,7 @@ def test_near_full_compares_exact_counts():
 
 
 # ---------------------------------------------------------------- hysteresis: a wobble is one episode
+
 
 def test_near_full_wobbling_across_its_threshold_is_one_episode():
     m = mon(size=50, initsize=50, ovflwmax=100, fullthreshold=80)  # 100 elements, default clear margin 5 points
@@ -500,7 +519,9 @@ def test_structure_full_wobbling_at_capacity_is_one_episode():
     for _ in range(6):
         out += get(m, "1TRAN")  # 94%: below 100 - 5
     assert [t for t in types(out) if t[0].startswith("STRUCTURE_FULL")] == [
-        ("STRUCTURE_FULL", "FIRING"), ("STRUCTURE_FULL_RELIEVED", "RESOLVED")]
+        ("STRUCTURE_FULL", "FIRING"),
+        ("STRUCTURE_FULL_RELIEVED", "RESOLVED"),
+    ]
 
 
 def test_overflow_mode_without_an_overflow_structure_wobbling_is_one_episode():
@@ -529,7 +550,10 @@ def test_a_clear_hold_keeps_a_brief_dip_in_one_episode_and_resolves_at_the_end_o
     assert m.next_scan_clock() == 80_000  # the timer a quiet structure resolves by (clock == ts here)
     [resolved] = m.on_clock(80_000)
     assert (resolved.record["type"], resolved.record["state"], resolved.record["ts"]) == (
-        "STRUCTURE_NEAR_FULL", "RESOLVED", 80_000)
+        "STRUCTURE_NEAR_FULL",
+        "RESOLVED",
+        80_000,
+    )
 
 
 def test_a_rejected_put_restarts_the_full_hold():

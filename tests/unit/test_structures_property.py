@@ -25,8 +25,9 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
         if m is None:
             m = monitors[r["structure"]] = StructureMonitor(r["structure"], SETTINGS)
         above = bool(m.d) and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
-        emits = m.on_activity(Op(r["event_id"], r["qmgr"], r["queue"], r["op"], r["ts"], r["msg_bytes"],
-                                 r.get("reason"), r["ts"]))
+        emits = m.on_activity(
+            Op(r["event_id"], r["qmgr"], r["queue"], r["op"], r["ts"], r["msg_bytes"], r.get("reason"), r["ts"])
+        )
         out.extend((r["structure"], e, above) for e in emits)
         if not emits:
             out.append((r["structure"], None, above))  # a record that raised nothing still moves usage
@@ -78,8 +79,9 @@ def test_selection_runs_only_when_ovflwmax_is_reached(records):
     _, out = _run(records)
     armed: dict[str, bool] = {}
     for structure, e, above_before in out:
-        if not above_before or (e is not None and e.topic == topics.STRUCTURE
-                                and e.record["type"] == "OVERFLOW_MODE_ENDED"):
+        if not above_before or (
+            e is not None and e.topic == topics.STRUCTURE and e.record["type"] == "OVERFLOW_MODE_ENDED"
+        ):
             armed[structure] = True
         if e is not None and e.topic == topics.OVERFLOW:
             assert armed.get(structure, True), "candidates selected again while usage stayed above OVFLWMAX"

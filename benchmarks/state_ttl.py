@@ -53,7 +53,7 @@ def main() -> int:
         f"queue_ttl {args.ttl_days} days vs none"
     )
     print(f"{'day':>4} {'queues (ttl)':>13} {'state KiB (ttl)':>16} {'queues (no ttl)':>16} {'state KiB (no ttl)':>19}")
-    for (d, q1, b1), (_, q2, b2) in zip(with_ttl, without):
+    for (d, q1, b1), (_, q2, b2) in zip(with_ttl, without, strict=True):
         if d in (1, 2, 5, 7, 8, 10, 15, 20, 25, 30) or d == args.days:
             print(f"{d:>4} {q1:>13,} {b1 / 1024:>16,.0f} {q2:>16,} {b2 / 1024:>19,.0f}")
     return 0

@@ -204,7 +204,7 @@ class LocalKafka:
         (self.workdir / "log4j2.xml").write_text(_LOG4J2)
         return path
 
-    def start(self, timeout: float = 90.0) -> "LocalKafka":
+    def start(self, timeout: float = 90.0) -> LocalKafka:
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="qmon-kafka-"))
             self._owns_workdir = True
@@ -301,7 +301,7 @@ class LocalKafka:
         if self._owns_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalKafka":
+    def __enter__(self) -> LocalKafka:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

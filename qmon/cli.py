@@ -258,8 +258,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    from connectors.clients import consume
     from connectors.avro import to_jsonable
+    from connectors.clients import consume
     from qmon.render import line
 
     config = _config(args)

@@ -207,7 +207,7 @@ class StructureConfig(_Model):
         return v
 
     @model_validator(mode="after")
-    def _consistent(self) -> "StructureConfig":
+    def _consistent(self) -> StructureConfig:
         if self.initsize is not None and self.initsize > self.size:
             raise ValueError(
                 f"initsize ({self.initsize} KB) is larger than size ({self.size} KB); INITSIZE must not exceed SIZE"
@@ -270,7 +270,7 @@ class Config(_Model):
         return _exit_path(v) if isinstance(v, str) else v
 
     @model_validator(mode="after")
-    def _unique_structures(self) -> "Config":
+    def _unique_structures(self) -> Config:
         names = [s.strname for s in self.structures]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import shutil
 import sys
 import tempfile
@@ -151,7 +150,7 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
         commands = split_script((CONFIG_DIR / "demo.mqsc").read_text())
         ids = send_commands(bootstrap, "QM1", commands, user="demo", ts=t0 - 1)
         replies = wait_for_replies(bootstrap, ids, timeout=240)
-        for cid, text in zip(ids, commands):
+        for cid, text in zip(ids, commands, strict=True):
             r = replies.get(cid)
             print(f"  mqsc> {text}\n        {r['message'] if r else 'no reply (is the job running?)'}", flush=True)
         sim = Simulator(seed=seed, rate=rate, t0=int(time.time() * 1000))

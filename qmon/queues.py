@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from qmon import topics
 from qmon.alerts import alert as _alert

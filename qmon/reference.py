@@ -8,7 +8,8 @@ structure, fed records in the order the job uses: (ts, commands first, arrival).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from qmon.journals import JournalStatus
 from qmon.mqsc import MqscError, parse_command, split_script

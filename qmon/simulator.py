@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from qmon import topics
 

@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from qmon import topics
 from qmon.alerts import alert, plural

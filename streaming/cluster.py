@@ -51,7 +51,7 @@ class LocalSparkCluster:
             stdin=subprocess.DEVNULL,
         )
 
-    def start(self, timeout: float = 60.0) -> "LocalSparkCluster":
+    def start(self, timeout: float = 60.0) -> LocalSparkCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.procs.append(
             self._spawn(
@@ -108,7 +108,7 @@ class LocalSparkCluster:
                 p.kill()
         self.procs.clear()
 
-    def __enter__(self) -> "LocalSparkCluster":
+    def __enter__(self) -> LocalSparkCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -189,7 +189,9 @@ class QueueUnit(_Unit):
             pdf["clock"].astype("int64").tolist(),
         )
         newest = None
-        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(*cols):
+        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, text, reply, seq, clock in zip(
+            *cols, strict=True
+        ):
             if kind == "A":
                 out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
             elif kind == "J":
@@ -250,7 +252,7 @@ class StructureUnit(_Unit):
         )
         emits: list[tuple[int, int, Any]] = []
         on_activity = mon.on_activity
-        for eid, qmgr, queue, op, ts, nbytes, reason, clock, seq in zip(*cols):
+        for eid, qmgr, queue, op, ts, nbytes, reason, clock, seq in zip(*cols, strict=True):
             out = on_activity(StructureOp(eid, qmgr, queue, op, ts, nbytes, reason, clock))
             if out:
                 emits.extend((seq, ts, e) for e in out)

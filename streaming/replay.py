@@ -254,7 +254,7 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
 
     data = workdir / "input"
     data.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([dict(zip(RAW_SCHEMA.names, r)) for r in encoded.rows], schema=RAW_SCHEMA)
+    table = pa.Table.from_pylist([dict(zip(RAW_SCHEMA.names, r, strict=True)) for r in encoded.rows], schema=RAW_SCHEMA)
     pq.write_table(table, data / "part-0.parquet")
     raw = (
         spark.readStream.schema(RAW_DDL)
@@ -287,7 +287,7 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
     if query.exception() is not None:
         raise RuntimeError(f"the replay query failed: {query.exception()}")
     records = []
-    for _batch, topic, key, value, order_ts, order_seq, order_idx in collected:
+    for _batch, topic, _key, value, order_ts, order_seq, order_idx in collected:
         rec = avro.decode(topics.RECORD_OF[topic], bytes(value))
         records.append(((order_ts, order_seq, order_idx, topic, rec.get("event_id", "")), _jsonable(topic, rec)))
     for d in encoded.dead:

@@ -204,7 +204,7 @@ def test_alter_qlocal_with_qmon_mqsc_while_the_job_runs(spark, kafka_bootstrap, 
         events: list[dict[str, Any]] = []
 
         def collect() -> None:
-            for t, r, _ in consume(
+            for _t, r, _ in consume(
                 kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, timeout=120, stop=lambda t, r: True
             ):
                 events.append(r)

@@ -165,8 +165,8 @@ def test_selection_stops_after_512_approved_queues():
 
 
 def test_a_callable_overflow_exit(monkeypatch):
-    import types as _types
     import sys
+    import types as _types
 
     mod = _types.ModuleType("site_exits")
     mod.decide = lambda structure, queue, elems: queue != "1KEEP"  # bool is fine

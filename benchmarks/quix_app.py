@@ -138,7 +138,7 @@ def main() -> int:
                 r["structure"],
                 r["reason"],
                 None,
-                None,
+                0,
             )
         )
         state.set("q", mon.state)

@@ -36,7 +36,7 @@ def main() -> int:
         for q in range(args.queues):
             op = "PUT" if i % 2 == 0 else "GET"
             mon.on_activity(
-                Activity(f"evt-{n:012d}", "QM1", f"APP.QUEUE.{q:05d}", op, n, None, 512, None, None, None, None)
+                Activity(f"evt-{n:012d}", "QM1", f"APP.QUEUE.{q:05d}", op, n, None, 512, None, None, None, 0)
             )
             n += 1
     for packed in (False, True):
@@ -63,7 +63,7 @@ def main() -> int:
                         None,
                         None,
                         None,
-                        None,
+                        0,
                     )
                 )
             if packed:

@@ -138,7 +138,7 @@ def read_all(bootstrap: str, topic_names: list[str], ids_only: bool = True) -> l
                     if m.error():
                         continue
                     out.append((name, m.value(), m.timestamp()[1]))
-                if not msgs or msgs[-1].offset() >= high - 1:
+                if not msgs or (msgs[-1].offset() or 0) >= high - 1:
                     break
     c.close()
     return out
@@ -245,7 +245,8 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
         for m in c.consume(5000, 1.0):
             if m.error():
                 continue
-            r = decoder(m.value()) if decoder else avro.decode("QueueActivity", m.value())
+            value = m.value() or b""
+            r = decoder(value) if decoder else avro.decode("QueueActivity", value)
             ts = to_ms(r["ts"])
             heapq.heappush(heap, (ts, m.partition(), m.offset(), r))
             pending[m.partition()] += 1

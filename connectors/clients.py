@@ -112,19 +112,19 @@ def consume(
             msg = c.poll(0.2)
             if msg is None:
                 continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            err = msg.error()
+            if err is not None:
+                if err.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                     continue
-                if msg.error().code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    continue
-                raise RuntimeError(f"consuming {msg.topic()}: {msg.error()}")
+                raise RuntimeError(f"consuming {msg.topic()}: {err}")
             last = time.monotonic()
-            logical = logical_of.get(msg.topic(), msg.topic())
+            physical = msg.topic() or ""
+            logical = logical_of.get(physical, physical)
             name = topics.RECORD_OF.get(logical)
             if name is None:
                 continue
             try:
-                record = avro.decode(name, msg.value())
+                record = avro.decode(name, msg.value() or b"")
             except avro.AvroDecodeError as exc:
                 record = {"undecodable": str(exc)}
             yield logical, record, msg

@@ -247,12 +247,14 @@ class Handler:
                     continue
                 if msg.error():
                     continue
-                key = msg.key().decode()
-                if msg.value() is None:
+                key = (msg.key() or b"").decode()
+                value = msg.value()
+                if value is None:
                     entries.pop(key, None)
                 else:
-                    entries[key] = json.loads(msg.value())
-                if msg.offset() + 1 >= high:
+                    entries[key] = json.loads(value)
+                offset = msg.offset()
+                if offset is not None and offset + 1 >= high:
                     break
             return entries
         finally:
@@ -329,7 +331,11 @@ class Handler:
         return False
 
     def _apply(self, outcome: Outcome, dl: dict[str, Any], key: bytes | None, value: bytes, where: str) -> None:
-        headers = [("qmon.dlq.source", where.encode()), ("qmon.dlq.reason", str(dl.get("reason_name")).encode())]
+        assert outcome.topic is not None  # RETRY and FWD name their topic
+        headers: list[tuple[str, str | bytes | None]] = [
+            ("qmon.dlq.source", where.encode()),
+            ("qmon.dlq.reason", str(dl.get("reason_name")).encode()),
+        ]
         if outcome.rule is not None:
             headers.append(("qmon.dlq.rule", f"line {outcome.rule.line}".encode()))
         if outcome.action == "RETRY":
@@ -342,13 +348,16 @@ class Handler:
                 self.producer.produce(outcome.topic, key=dl.get("key"), value=dl.get("value"), headers=headers)
 
     def _decode(self, value: bytes | None, where: str) -> dict[str, Any] | None:
+        if value is None:
+            logger.warning("%s has no value: not a DeadLetter record, left alone", where)
+            return None
         try:
             return avro.decode("DeadLetter", value)
         except Exception:  # noqa: BLE001 - a record without qmon's header: left alone, as MQ does
             logger.info("%s is not a qmon DeadLetter record; it stays on the DLQ", where)
             return None
 
-    def _fetch(self, entry: LedgerEntry) -> tuple[bytes | None, bytes] | str:
+    def _fetch(self, entry: LedgerEntry) -> tuple[bytes | None, bytes | None] | str:
         """The DLQ record of a ledger entry: (key, value), "gone" (deleted by retention) or "unavailable"."""
         from confluent_kafka import TopicPartition
 
@@ -464,7 +473,7 @@ class Handler:
             dl = self._decode(held[1], where)
             if dl is None:
                 continue
-            adv = advance(self.table, dl, _progress(entry), now, self._attempt)
+            adv: Advance | None = advance(self.table, dl, _progress(entry), now, self._attempt)
             work.append((lkey, entry, held, dl, adv))
         for lkey in later:  # the broker did not answer: try again at the next interval
             self.schedule.put(lkey, now + self.table.control.retryint)

@@ -11,7 +11,7 @@ from qmon.config import KafkaSecurity
 logger = logging.getLogger(__name__)
 
 
-def client_config(bootstrap: str, security: KafkaSecurity | None = None, **extra: Any) -> dict[str, Any]:
+def client_config(bootstrap: str, security: KafkaSecurity | None = None, /, **extra: Any) -> dict[str, Any]:
     """librdkafka settings; the password is read from its SecretStr only here and never logged."""
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 3}
     if security is not None and security.protocol != "PLAINTEXT":

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from qmon.timeconv import from_ms
+
+
+class Emit(NamedTuple):
+    """One output record of the rules: its topic, its Kafka key and its fields (one type for every rule)."""
+
+    topic: str
+    key: str
+    record: dict[str, Any]
 
 
 def alert(

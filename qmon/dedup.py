@@ -54,9 +54,9 @@ class Recent:
 
     def __init__(self, window_ms: int, keep: int) -> None:
         self.window_ms, self.keep = window_ms, keep
-        self.touched: dict[int, dict[str, Any]] = {}  # id(holder) -> holder, since the last pack()
+        self.touched: dict[int, Any] = {}  # id(holder) -> holder, since the last pack()
 
-    def duplicate(self, holder: dict[str, Any], key: str, ts: int) -> bool:
+    def duplicate(self, holder: Any, key: str, ts: int) -> bool:
         """True if ``holder`` saw ``key`` lately; otherwise remembers it (and forgets the oldest)."""
         recent = holder.get("recent")
         if type(recent) is not dict:

@@ -208,8 +208,8 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
             shutil.rmtree(base, ignore_errors=True)
     print(f"qmon demo summary ({time.monotonic() - t_start:.0f} s):")
     for name, n in sorted(view.counts.items()):
-        line = f"  {name:<26} {n}"
+        row = f"  {name:<26} {n}"
         if name in view.episodes:  # an alert kind: FIRING records against distinct episodes (alert_ids)
-            line += f"  ({view.firing[name]} FIRING, {len(view.episodes[name])} episodes)"
-        print(line)
+            row += f"  ({view.firing[name]} FIRING, {len(view.episodes[name])} episodes)"
+        print(row)
     return 0

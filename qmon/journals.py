@@ -205,13 +205,13 @@ class JournalMonitor:
         near = s.threshold_kb > 0 and s.size_kb * 100 >= self.near_pct * s.threshold_kb
         pct = round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else 0.0
         if near and j["near"] is None:
-            j["near"] = event_id("near", self.qmgr, lib, s.attached)
+            aid = j["near"] = event_id("near", self.qmgr, lib, s.attached)
             out.append(
                 self._emit(
                     s,
                     "RECEIVER_NEAR_THRESHOLD",
                     "FIRING",
-                    j["near"],
+                    aid,
                     "WARNING",
                     summary=(
                         f"Journal receiver {lib}/{s.attached} of {self.qmgr} is {s.size_kb} KB, {pct}% of its "
@@ -244,14 +244,14 @@ class JournalMonitor:
         present.add(s.attached)  # it exists, listed or not: never advise creating it
         blocked = nxt in present
         if blocked and j["blocked"] is None:
-            j["blocked"] = event_id("blocked", self.qmgr, lib, s.attached)
+            aid = j["blocked"] = event_id("blocked", self.qmgr, lib, s.attached)
             free = first_free(s.attached, present) or "AMQ" + s.attached[3] + "rnnnnn"
             out.append(
                 self._emit(
                     s,
                     "SWITCH_BLOCKED",
                     "FIRING",
-                    j["blocked"],
+                    aid,
                     "CRITICAL",
                     message=f"CPI70E3 Journal receiver {nxt} already exists in library {lib}; automatic change stopped",
                     summary=(
@@ -282,14 +282,14 @@ class JournalMonitor:
             )
         exhausted = blocked and first_free(s.attached, present) is None
         if exhausted and j["exhausted"] is None:
-            j["exhausted"] = event_id("exhausted", self.qmgr, lib, s.attached)
+            aid = j["exhausted"] = event_id("exhausted", self.qmgr, lib, s.attached)
             r = parse(s.attached)
             out.append(
                 self._emit(
                     s,
                     "NAME_SPACE_EXHAUSTED",
                     "FIRING",
-                    j["exhausted"],
+                    aid,
                     "CRITICAL",
                     summary=(
                         f"Every receiver name AMQ{r.instance}{r.restore}00000-AMQ{r.instance}{r.restore}99999 exists "

@@ -412,7 +412,7 @@ def join_parts(replies: list[dict[str, Any]], *, partial: bool = False) -> dict[
         return None
     first = by_part[min(by_part)]
     head = _PART_IN_REPLY.match(first["message"]).group(1)  # type: ignore[union-attr]
-    lines = []
+    lines: list[str] = []
     for k in sorted(by_part):
         body = _PART_IN_REPLY.sub("", by_part[k]["message"], count=1)
         lines.extend(line for line in body.split("\n")[1:] if line)  # the part's queue lines

@@ -41,9 +41,10 @@ import fnmatch
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from qmon import topics
+from qmon.alerts import Emit
 from qmon.alerts import alert as _alert
 from qmon.alerts import iso as _iso
 from qmon.alerts import plural as _plural
@@ -102,14 +103,6 @@ class Activity(NamedTuple):
     seq: int = 0  # arrival order, for output ordering
 
 
-class Emit(NamedTuple):
-    """One output record: its topic, its Kafka key and its fields."""
-
-    topic: str
-    key: str
-    record: dict[str, Any]
-
-
 class QueueState(TypedDict):
     depth: int
     timer: int | None  # service timer start (event time, ms) or None when OFF
@@ -123,6 +116,9 @@ class QueueState(TypedDict):
     last_ts: int  # newest event time seen (for TTL)
     recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.dedup)
     stall: str | None  # alert_id of the firing stall episode
+    # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
+    # absent in state written before the hold existed
+    stall_ok: NotRequired[list[int] | None]
 
 
 @dataclass(frozen=True)
@@ -208,6 +204,7 @@ class QueueMonitor:
                 last_ts=ts,
                 recent={},
                 stall=None,
+                stall_ok=None,
             )
             self.queues[name] = q
         return q

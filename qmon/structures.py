@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from qmon import topics
-from qmon.alerts import alert, plural
+from qmon.alerts import Emit, alert, plural
 from qmon.dedup import Recent
 from qmon.ids import event_id
 
@@ -231,12 +231,6 @@ class Op(NamedTuple):
     msg_bytes: int | None = None
     reason: int | None = None
     clock: int | None = None  # broker append time (arrival clock), ms
-
-
-class Emit(NamedTuple):
-    topic: str
-    key: str
-    record: dict[str, Any]
 
 
 def _pct(used: int, capacity: int) -> float:
@@ -441,12 +435,12 @@ class StructureMonitor:
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
             if st["ovf_full"] is None:
-                st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
+                aid = st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
                 out.append(
                     self._emit(
                         "OVERFLOW_STRUCTURE_FULL",
                         "FIRING",
-                        st["ovf_full"],
+                        aid,
                         "CRITICAL",
                         rec.ts,
                         rec.event_id,
@@ -470,12 +464,12 @@ class StructureMonitor:
         if primary_need and st["used"] + primary_need > self.capacity:
             st["rejected"] += 1
             if st["full"] is None:
-                st["full"] = event_id("full", self.name, rec.event_id)
+                aid = st["full"] = event_id("full", self.name, rec.event_id)
                 out.append(
                     self._emit(
                         "STRUCTURE_FULL",
                         "FIRING",
-                        st["full"],
+                        aid,
                         "CRITICAL",
                         rec.ts,
                         rec.event_id,
@@ -569,14 +563,14 @@ class StructureMonitor:
         if d.resource:
             return out  # resource structures never overflow
         if st["mode"] is None:
-            st["mode"] = event_id("overflow", self.name, rec.event_id)
+            aid = st["mode"] = event_id("overflow", self.name, rec.event_id)
             if d.ovflwstr:
                 st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
             out.append(
                 self._emit(
                     "OVERFLOW_MODE_ENTERED",
                     "FIRING",
-                    st["mode"],
+                    aid,
                     "WARNING",
                     rec.ts,
                     rec.event_id,
@@ -620,7 +614,8 @@ class StructureMonitor:
         )
         remaining = st["used"]
         ovf_free = self.ovf_capacity - st["ovf_used"]
-        candidates, approved = [], []
+        candidates: list[dict[str, Any]] = []
+        approved: list[str] = []
         for el, name in pool:
             if remaining * 100 <= d.target * self.capacity or len(approved) >= MAX_APPROVED:
                 break
@@ -858,12 +853,12 @@ class StructureMonitor:
         assert d is not None
         usage = self.usage()
         if st["near"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
-            st["near"] = event_id("near", self.name, rec.event_id)
+            aid = st["near"] = event_id("near", self.name, rec.event_id)
             return [
                 self._emit(
                     "STRUCTURE_NEAR_FULL",
                     "FIRING",
-                    st["near"],
+                    aid,
                     "WARNING",
                     rec.ts,
                     rec.event_id,

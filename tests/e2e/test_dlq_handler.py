@@ -49,7 +49,7 @@ def read_raw(bootstrap: str, topic: str, idle: float = 3.0) -> list[tuple[bytes 
         if m is None or m.error():
             continue
         last = time.monotonic()
-        out.append((m.key(), m.value(), dict((k, v) for k, v in (m.headers() or []))))
+        out.append((m.key(), m.value(), dict(m.headers() or [])))
     c.close()
     return out
 
@@ -240,7 +240,7 @@ def wait_for_records(bootstrap: str, topic: str, count: int, timeout: float) -> 
         while len(out) < count and time.monotonic() < deadline:
             m = c.poll(0.2)
             if m is not None and not m.error():
-                out.append(m.value())
+                out.append(m.value() or b"")
     finally:
         c.close()
     return out
@@ -252,9 +252,9 @@ def ledger_entries(bootstrap: str, dlq: str) -> dict[str, Any]:
     entries: dict[str, Any] = {}
     for key, value, _ in read_raw(bootstrap, f"{dlq}.ignored", idle=2.0):
         if value is None:
-            entries.pop(key.decode(), None)
+            entries.pop((key or b"").decode(), None)
         else:
-            entries[key.decode()] = json.loads(value)
+            entries[(key or b"").decode()] = json.loads(value)
     return entries
 
 

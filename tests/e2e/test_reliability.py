@@ -127,7 +127,8 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
 
 def _workload(n: int) -> list[dict[str, Any]]:
     rng = random.Random(11)
-    out, depth = [], {}
+    out: list[Any] = []
+    depth: dict[Any, int] = {}
     for i in range(n):
         q = f"Q{rng.randrange(12)}"
         op = "PUT" if depth.get(q, 0) == 0 or rng.random() < 0.6 else "GET"

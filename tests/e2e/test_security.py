@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from connectors import avro
 from connectors.clients import consume, produce_rows, send_commands
@@ -25,7 +26,9 @@ USERS = {"admin": "admin-secret", "qmon": "qmon-secret-9f3", "operator": "op-sec
 
 
 def sec(user: str) -> KafkaSecurity:
-    return KafkaSecurity(protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=user, password=USERS[user])
+    return KafkaSecurity(
+        protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=user, password=SecretStr(USERS[user])
+    )
 
 
 @pytest.fixture(scope="module")

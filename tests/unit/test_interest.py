@@ -146,7 +146,7 @@ class Shards:
         cid = f"c{next(_n)}"
         out = []
         if c.scope == "queue":
-            return self.monitors[self.shard(c.name)].on_command(c, ts, cid, reply=True)
+            return self.monitors[self.shard(c.name or "")].on_command(c, ts, cid, reply=True)
         for b, m in enumerate(self.monitors):
             if c.scope == "parts":
                 out += m.on_command(c, ts, part_command_id(cid, b + 1, len(self.monitors)), reply=True)
@@ -332,7 +332,7 @@ def _run_sharded(records, buckets: int):
         if "command" in r:
             c = parse_command(r["command"])
             if c.scope == "queue":
-                out += s.monitors[s.shard(c.name)].on_command(c, ts, r["command_id"], reply=True)
+                out += s.monitors[s.shard(c.name or "")].on_command(c, ts, r["command_id"], reply=True)
             else:
                 for b, m in enumerate(s.monitors):
                     out += m.on_command(c, ts, r["command_id"], reply=b == 0)

@@ -24,7 +24,7 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
         m = monitors.get(r["structure"])
         if m is None:
             m = monitors[r["structure"]] = StructureMonitor(r["structure"], SETTINGS)
-        above = bool(m.d) and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
+        above = m.d is not None and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
         emits = m.on_activity(
             Op(r["event_id"], r["qmgr"], r["queue"], r["op"], r["ts"], r["msg_bytes"], r.get("reason"), r["ts"])
         )

@@ -61,7 +61,7 @@ def test_to_ms_takes_ints_naive_utc_and_other_zones():
     cet = dt.timezone(dt.timedelta(hours=1))
     assert to_ms(dt.datetime(1970, 1, 1, 1, 0, 4, 7_000, tzinfo=cet)) == 4_007
     with pytest.raises(TypeError):
-        to_ms(4.007)  # type: ignore[arg-type]
+        to_ms(4.007)  # type: ignore[arg-type, unused-ignore]
     with pytest.raises(TypeError):
         to_ms(True)
 

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test test-fast lint format typecheck bench clean
+.PHONY: help setup demo test test-fast lint format typecheck ci bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -13,10 +13,10 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "qmon needs Python 3.11 or later")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dev]'
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install qmon (editable) with test dependencies
+setup: $(STAMP) ## create .venv and install qmon (editable) with test and dev (ruff, mypy) dependencies
 
 demo: setup ## set up, then run the demo: local Kafka broker, live workload, the job (Ctrl-C stops)
 	$(VENV)/bin/qmon demo $(if $(DURATION),--duration $(DURATION))
@@ -27,11 +27,20 @@ test: setup ## set up, then run the whole test suite (real Kafka broker, real Sp
 test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka)
 	$(VENV)/bin/pytest -m "not spark and not kafka"
 
-lint: setup ## ruff
-	$(VENV)/bin/python -m pip install --quiet ruff && $(VENV)/bin/ruff check qmon streaming connectors tests
+SOURCES := qmon streaming connectors tests benchmarks
 
-format: setup ## ruff format
-	$(VENV)/bin/python -m pip install --quiet ruff && $(VENV)/bin/ruff format qmon streaming connectors tests
+lint: setup ## ruff: lint rules and formatting (fails on any finding; `make format` fixes most)
+	$(VENV)/bin/ruff check $(SOURCES)
+	$(VENV)/bin/ruff format --check $(SOURCES)
+
+format: setup ## ruff: format the code and apply the safe lint fixes
+	$(VENV)/bin/ruff format $(SOURCES)
+	$(VENV)/bin/ruff check --fix $(SOURCES)
+
+typecheck: setup ## mypy (with the pydantic plugin) over the whole project, as configured in pyproject.toml
+	$(VENV)/bin/mypy
+
+ci: lint typecheck test ## what CI runs (.ci/run): lint, typecheck, then the whole test suite
 
 bench: setup ## benchmarks (figures printed, nothing asserted)
 	$(PY) benchmarks/throughput.py

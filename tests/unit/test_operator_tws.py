@@ -1,0 +1,139 @@
+"""The stateful operator without a query (PySpark 4.3's ``TwsTester``): timer reconciliation, TTL expiry and
+pass-through rows, in milliseconds.  The rules themselves are tested on the pure modules; these tests cover
+what the adapter adds: loading and storing state, the one event-time timer per key, and rows it must not touch."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark.sql.streaming.tws_tester")
+
+from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
+
+from connectors import avro  # noqa: E402
+from qmon import topics  # noqa: E402
+from qmon.queues import MonitorSettings  # noqa: E402
+from qmon.structures import StructureSettings  # noqa: E402
+from qmon.timeconv import to_ms  # noqa: E402
+from streaming.operators import MonitorProcessor  # noqa: E402
+from streaming.pipeline import ROUTED_COLUMNS  # noqa: E402
+
+KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
+
+
+class OneColumnKey(MonitorProcessor):
+    """TwsTester hands the grouping key over as ``(key,)``; the job's key is three columns."""
+
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+        return super().handleInputRows(key[0], rows, timerValues)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+        return super().handleExpiredTimer(key[0], timerValues, expiredTimerInfo)
+
+
+def make_tester(ttl_ms: int = 0) -> TwsTester:
+    processor = OneColumnKey(MonitorSettings(), StructureSettings(), ttl_ms)
+    # the job's watermark runs on the broker's append time, the routed row's ``clock``
+    return TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda r: int(r["clock"]))
+
+
+def row(kind: str, ts: int, *, seq: int, **fields: Any) -> dict[str, Any]:
+    """A routed row as ``streaming.pipeline.route`` makes it (clock = ts: rows at or below the watermark,
+    which starts at 0, are late and filtered, as in the job)."""
+    base: dict[str, Any] = dict.fromkeys(ROUTED_COLUMNS)
+    base.update(
+        unit="Q",
+        unit_name="QM1",
+        bucket=0,
+        kind=kind,
+        qmgr="QM1",
+        ts=ts,
+        clock=ts,
+        rank=1,
+        src_partition=0,
+        src_offset=seq,
+        reply=False,
+    )
+    base.update(fields)
+    return base
+
+
+def command(ts: int, text: str, seq: int) -> dict[str, Any]:
+    return row("C", ts, seq=seq, event_id=f"c{seq}", text=text, reply=True, rank=0)
+
+
+def put(ts: int, queue: str, seq: int) -> dict[str, Any]:
+    return row("A", ts, seq=seq, event_id=f"a{seq}", queue=queue, op="PUT", msg_bytes=100)
+
+
+def frame(*rows: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=ROUTED_COLUMNS)
+
+
+def decoded(out: pd.DataFrame) -> list[tuple[str, dict[str, Any]]]:
+    if out.empty:  # (no output: TwsTester gives a frame without columns)
+        return []
+    return [(t, avro.decode(topics.RECORD_OF[t], bytes(v))) for t, v in zip(out["topic"], out["value"], strict=True)]
+
+
+def test_one_event_time_timer_at_the_stall_deadline_fires_and_is_cleared():
+    t = make_tester()
+    out = t.testInPandas(
+        KEY,
+        frame(
+            command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+            command(1, "ALTER QLOCAL(PAY.IN) QSVCIEV(HIGH) QSVCINT(1000)", 2),
+            put(5_000, "PAY.IN", 3),
+        ),
+    )
+    assert [r["ok"] for topic, r in decoded(out) if topic == topics.REPLIES] == [True, True]
+    assert t.peekValueState("timer", KEY) == (6_001,)  # the put's clock + QSVCINT + 1: the one timer of the key
+    assert decoded(t.setWatermark(6_000)) == []  # not yet
+    fired = decoded(t.setWatermark(6_001))
+    assert [(r["type"], r["state"], to_ms(r["ts"])) for _, r in fired] == [("QUEUE_STALLED", "FIRING", 6_000)]
+    assert t.peekValueState("timer", KEY) is None  # the stall fired: nothing else is due
+
+
+def test_the_timer_moves_to_the_earliest_deadline_and_goes_when_nothing_is_watched():
+    t = make_tester()
+    t.testInPandas(
+        KEY,
+        frame(
+            command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+            command(1, "ALTER QLOCAL(A) QSVCIEV(HIGH) QSVCINT(5000)", 2),
+            command(1, "ALTER QLOCAL(B) QSVCIEV(HIGH) QSVCINT(1000)", 3),
+            put(1_000, "A", 4),
+        ),
+    )
+    assert t.peekValueState("timer", KEY) == (6_001,)
+    t.testInPandas(KEY, frame(put(2_000, "B", 5)))
+    assert t.peekValueState("timer", KEY) == (3_001,)  # B's deadline comes first
+    get_a = row("A", 2_500, seq=6, event_id="g6", queue="A", op="GET")
+    get_b = row("A", 2_600, seq=7, event_id="g7", queue="B", op="GET")
+    t.testInPandas(KEY, frame(get_a, get_b))  # both emptied: nothing left to watch
+    assert t.peekValueState("timer", KEY) is None
+
+
+def test_idle_empty_queues_expire_after_the_ttl_and_queues_with_messages_stay():
+    t = make_tester(ttl_ms=10_000)
+    t.testInPandas(
+        KEY,
+        frame(put(1, "FULL.Q", 1), put(1, "EMPTY.Q", 2), row("A", 2, seq=3, event_id="g3", queue="EMPTY.Q", op="GET")),
+    )
+    t.testInPandas(KEY, frame(put(20_000, "NEW.Q", 4)))
+    (blob,) = t.peekValueState("shard", KEY)
+    assert set(pickle.loads(blob)["queues"]) == {"FULL.Q", "NEW.Q"}
+
+
+def test_dead_letters_and_error_replies_pass_through_untouched():
+    t = make_tester()
+    value = b"\x00\x01 not Avro, and not to be decoded by the operator"
+    passing = row("P", 7_000, seq=42, out_topic=topics.DLQ, out_key="k", out_value=value, rank=3)
+    out = t.testInPandas(KEY, frame(passing))
+    assert list(out["topic"]) == [topics.DLQ] and bytes(out["value"][0]) == value
+    assert (out["key"][0], out["order_ts"][0], out["order_seq"][0], out["order_idx"][0]) == ("k", 7_000, 42, 3)
+    assert t.peekValueState("shard", KEY) is None  # a batch of pass-through rows loads and stores no state

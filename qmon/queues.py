@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
@@ -626,10 +625,3 @@ def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, m
         "message": message,
     }
     return Emit(topics.REPLIES, command_id, record)
-
-
-def run_records(monitor: QueueMonitor, items: Iterable[Activity]) -> list[Emit]:
-    out: list[Emit] = []
-    for item in items:
-        out.extend(monitor.on_activity(item))
-    return out

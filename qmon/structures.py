@@ -55,12 +55,12 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from qmon import topics
-from qmon.alerts import Emit, alert, plural
+from qmon.alerts import Emit, alert
 from qmon.dedup import Recent
 from qmon.ids import event_id
 
@@ -968,26 +968,3 @@ def _migrate(state: dict[str, Any]) -> dict[str, Any]:
     state.setdefault("clear", {})
     state["v"] = STATE_VERSION
     return state
-
-
-def run_structure_records(
-    monitors: dict[str, StructureMonitor], settings: StructureSettings, items: Iterable[tuple[str, Op]]
-) -> list[Emit]:
-    """Feed (structure, Op) pairs in order; a helper for tests and the reference runner."""
-    out: list[Emit] = []
-    for name, op in items:
-        mon = monitors.get(name)
-        if mon is None:
-            mon = monitors[name] = StructureMonitor(name, settings)
-        out.extend(mon.on_activity(op))
-    return out
-
-
-def describe(d: StructureDef) -> str:
-    """One line describing a structure definition (for logs and the CLI)."""
-    ovf = f", OVFLWSTR={d.ovflwstr} ({d.ovflwsize} KB)" if d.ovflwstr else ""
-    return (
-        f"{d.strname}: SIZE={d.size} KB INITSIZE={d.initsize or d.size} KB ({plural(2 * d.size, 'element')} max), "
-        f"OVFLWMAX={d.ovflwmax}%, full threshold {d.fullthreshold}%, LGMSGSZ={d.lgmsgsz}{ovf}; "
-        f"overflow scan every {d.overflow_scan_interval_ms // 1000} s"
-    )

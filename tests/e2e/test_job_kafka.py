@@ -16,6 +16,7 @@ from connectors.clients import consume, produce_rows, send_commands
 from connectors.kafka import ensure_topics
 from qmon import topics
 from qmon.config import Config
+from qmon.mqsc import reply_part
 from streaming.job import run, start_query
 from tests.conftest import ROOT, assert_eventually
 
@@ -347,3 +348,81 @@ def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tm
     assert "CPI70E3" in alerts[0]["message"]
     dead = [r for t, r in out if t == topics.DLQ]
     assert len(dead) == 1 and dead[0]["reason_name"] == "QMON_INVALID_FIELD" and dead[0]["format"] == "JournalStatus"
+
+
+def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
+    """Issue 15 through the real path: 30 long messages put and got without msg_bytes free their staging
+    parts (LONGQ raises nothing), and usage wobbling across FULLTHRESHOLD is one NEAR_FULL episode, resolved
+    at the end of the clear hold by the next record that event time brings past it."""
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "structures": [
+                {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},  # 40 elements
+                {"strname": "WOBBLE", "size": 50, "ovflwmax": 100, "fullthreshold": 80},  # 100 elements
+            ],
+        }
+    )
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+
+    def on(structure: str, i: int, op: str, ts: int, queue: str, nbytes: int | None) -> dict[str, Any]:
+        return activity(i, op, ts, queue=queue, qmgr="IMSA", structure=structure, msg_bytes=nbytes)
+
+    recs = []
+    for i in range(30):  # 2 ready + 4 staging elements each; freeing only the ready part would reach 70%
+        recs += [
+            on("LONGQ", 2 * i, "PUT", 10 * i, "5LTERM", 3000),
+            on("LONGQ", 2 * i + 1, "GET", 10 * i + 5, "5LTERM", None),
+        ]
+    recs += [on("WOBBLE", 1000 + i, "PUT", 1_000 + i, "1TRAN", 512) for i in range(80)]  # 80%: FIRING
+    for k in range(10):  # 79% <-> 80%
+        recs += [on("WOBBLE", 2000 + 2 * k, "GET", 2_000 + 2 * k, "1TRAN", 512)]
+        recs += [on("WOBBLE", 2001 + 2 * k, "PUT", 2_001 + 2 * k, "1TRAN", 512)]
+    recs += [on("WOBBLE", 3000 + k, "GET", 3_000 + k, "1TRAN", 512) for k in range(6)]  # 74% from 3,005
+    recs += [on("WOBBLE", 4000, "GET", 60_000, "1TRAN", 512)]  # event time passes the 30 s hold
+    produce_activity(kafka_bootstrap, prefix, recs)
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    alerts = [(r["structure"], r["type"], r["state"], ms(r["ts"]) - T0) for t, r in out if t == topics.STRUCTURE]
+    assert sorted(alerts) == [
+        ("WOBBLE", "STRUCTURE_NEAR_FULL", "FIRING", 1_079),
+        ("WOBBLE", "STRUCTURE_NEAR_FULL", "RESOLVED", 33_005),
+    ]
+    assert [r for t, r in out if t == topics.OVERFLOW] == []
+
+
+def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark, kafka_bootstrap, prefix, tmp_path):
+    """Issue 15 item 10 through the real path: the job answers a generic RESET QSTATS once per shard
+    (same command_id, part k of N), and `qmon mqsc` prints one reply listing every matching queue."""
+    config = config_for(prefix)  # 2 queue buckets
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    query = start_query(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
+    try:
+        import time as _time
+
+        now = int(_time.time() * 1000) - T0 - 10_000
+        queues = ["PAY.A", "PAY.B", "PAY.C", "PAY.D", "OTHER.Q"]
+        produce_activity(kafka_bootstrap, prefix, [activity(i, "PUT", now, queue=q) for i, q in enumerate(queues)])
+        cfg_file = tmp_path / "qmon.yaml"
+        cfg_file.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cli = [sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "mqsc", "--config", str(cfg_file)]
+        cli += ["--bootstrap", kafka_bootstrap, "--timeout", "60", "RESET QSTATS(PAY.*)"]
+
+        def every_queue_listed() -> str | None:
+            done = subprocess.run(cli, capture_output=True, text=True, env=env)
+            assert done.returncode == 0, done.stdout + done.stderr
+            listed = all(f"QUEUE({q})" in done.stdout for q in queues[:4])
+            return done.stdout if listed else None
+
+        stdout = assert_eventually(every_queue_listed, timeout=120, interval=1.0, query=query)
+        assert "4 queues reset (the replies of 2 shards joined)" in stdout, stdout
+        assert "OTHER.Q" not in stdout and stdout.count("RESET QSTATS('PAY.*'):") == 1, stdout
+        parts: dict[str, list[Any]] = {}
+        for t, r in outputs(kafka_bootstrap, prefix):
+            if t == topics.REPLIES:
+                parts.setdefault(r["command_id"], []).append(reply_part(r["message"]))
+        assert parts and all(sorted(p) == [(1, 2), (2, 2)] for p in parts.values()), parts
+    finally:
+        query.stop()

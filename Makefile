@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test test-fast lint format typecheck ci bench clean
+.PHONY: help setup demo test test-fast lint format typecheck ci bench wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -29,9 +29,13 @@ test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka)
 
 SOURCES := qmon streaming connectors tests benchmarks
 
-lint: setup ## ruff: lint rules and formatting (fails on any finding; `make format` fixes most)
+lint: setup ## ruff (lint rules, formatting) and import-linter (the layers; see pyproject.toml)
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
+	$(VENV)/bin/lint-imports
+
+wheel: setup ## build the wheel into dist/ (what docker/Dockerfile installs)
+	$(PY) -m pip wheel --no-deps --quiet . -w dist
 
 format: setup ## ruff: format the code and apply the safe lint fixes
 	$(VENV)/bin/ruff format $(SOURCES)
@@ -46,4 +50,4 @@ bench: setup ## benchmarks (figures printed, nothing asserted)
 	$(PY) benchmarks/throughput.py
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)
-	rm -rf $(VENV) .pytest_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache *.egg-info build dist

@@ -29,15 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connectors import avro  # noqa: E402
-from qmon.config import Config  # noqa: E402
-from qmon.queues import Activity, QueueMonitor  # noqa: E402
-from qmon.structures import Op, StructureMonitor  # noqa: E402
-from qmon.timeconv import to_ms  # noqa: E402
+from qmon.connectors import avro  # noqa: E402
+from qmon.core.config import Config  # noqa: E402
+from qmon.core.queues import Activity, QueueMonitor  # noqa: E402
+from qmon.core.structures import Op, StructureMonitor  # noqa: E402
+from qmon.core.timeconv import to_ms  # noqa: E402
 
 
 class QueuesView(MutableMapping):
-    """A structure's queues (``state["queues"]`` of qmon.structures) over Quix state keys."""
+    """A structure's queues (``state["queues"]`` of qmon.core.structures) over Quix state keys."""
 
     def __init__(self, state) -> None:
         self.state = state

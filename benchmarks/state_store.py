@@ -7,7 +7,7 @@ batch, whatever the number of queues).  Its largest part is the event ids each q
 duplicate suppression (up to ``dedup_max`` = 256 per queue within ``dedup_window``).  This script
 fills a shard (default: 10,000 queues over 16 shards = 625 queues, each at the 256-id limit), then
 times a batch of ``--batch`` records: unpickle, apply, pickle — with the ids stored as dicts (before)
-and packed at rest (``qmon.dedup``, now).  Prints figures; asserts nothing.
+and packed at rest (``qmon.core.dedup``, now).  Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qmon.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 
     python benchmarks/state_ttl.py [--days 30] [--queues-per-day 2000] [--ttl-days 7]
 
-Feeds a shard of the per-queue monitor (qmon.queues, the code the Spark operator runs) with
+Feeds a shard of the per-queue monitor (qmon.core.queues, the code the Spark operator runs) with
 activity on queue names that change every day (as with dynamic reply queues), and prints, per
 simulated day, the number of queues held and the size of the pickled state (what the operator
 stores in RocksDB for the shard).  With the TTL the figures level off at about ttl-days worth of
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qmon.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
 
 DAY = 86_400_000
 

@@ -8,7 +8,7 @@ baseline apply qmon's own pure modules, so their outputs must match (same event_
 says whether they do.
 
 * throughput (default): produce N records, run the job with Trigger.AvailableNow until it has
-  consumed them, then run the baseline (confluent-kafka consumer -> qmon.queues / qmon.structures
+  consumed them, then run the baseline (confluent-kafka consumer -> qmon.core.queues / qmon.core.structures
   -> producer) over the same input.  Prints records/s, output records and peak RSS of the driver
   JVM and the Python workers, and the ratio qmon / baseline.
 * ``--latency``: produce at R records/s for S seconds while the job runs with a short trigger;
@@ -34,12 +34,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from connectors import avro  # noqa: E402
-from connectors.broker import LocalKafka  # noqa: E402
-from connectors.kafka import client_config, ensure_topics  # noqa: E402
-from qmon import topics  # noqa: E402
-from qmon.config import Config  # noqa: E402
-from qmon.timeconv import to_ms  # noqa: E402
+from qmon.connectors import avro  # noqa: E402
+from qmon.connectors.broker import LocalKafka  # noqa: E402
+from qmon.connectors.kafka import client_config, ensure_topics  # noqa: E402
+from qmon.core import topics  # noqa: E402
+from qmon.core.config import Config  # noqa: E402
+from qmon.core.timeconv import to_ms  # noqa: E402
 
 T0 = 1_700_000_000_000
 
@@ -206,8 +206,8 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     """confluent-kafka consumer -> qmon's pure modules -> producer, one process; partitions merged by ts."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from qmon.queues import Activity, QueueMonitor
-    from qmon.structures import Op, StructureMonitor
+    from qmon.core.queues import Activity, QueueMonitor
+    from qmon.core.structures import Op, StructureMonitor
 
     settings, ssettings = config.monitor_settings(), config.structure_settings()
     src = topics.physical(topics.ACTIVITY, prefix)
@@ -292,7 +292,7 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
 
 def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path) -> tuple[float, set[str], int, str]:
     """Run the job over the workload once (Trigger.AvailableNow); (seconds, event_ids, outputs, breakdown)."""
-    from streaming.job import start_query
+    from qmon.streaming.job import start_query
 
     ensure_topics(bootstrap, config.kafka.partitions, prefix=prefix)
     t = time.perf_counter()
@@ -323,7 +323,7 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
 
 
 def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path) -> None:
-    from streaming.job import start_query
+    from qmon.streaming.job import start_query
 
     prefix = f"lat{uuid.uuid4().hex[:6]}"
     # events at any rate; one shuffle partition per core: each partition adds fixed cost to every batch
@@ -412,7 +412,7 @@ def main() -> int:
     ap.add_argument("--quix-python", help="python of a virtualenv with quixstreams (see benchmarks/quix_app.py)")
     args = ap.parse_args()
 
-    from streaming.spark import session
+    from qmon.streaming.spark import session
 
     tmp = Path(tempfile.mkdtemp(prefix="qmon-bench-"))
     broker = None
@@ -464,8 +464,8 @@ def main() -> int:
         else:
             print("Quix Streams: skipped (give --quix-python PATH, a virtualenv with quixstreams; see quix_app.py)")
         if args.cluster:
-            from streaming.cluster import LocalSparkCluster
-            from streaming.spark import shutdown
+            from qmon.streaming.cluster import LocalSparkCluster
+            from qmon.streaming.spark import shutdown
 
             shutdown(spark)
             with LocalSparkCluster(tmp / "cluster", workers=2):

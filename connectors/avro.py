@@ -1,7 +1,8 @@
 """Avro codecs for Python clients (fastavro), plain or in the Confluent wire format.
 
-Schemas live in ``avro/*.avsc`` at the top of the checkout; the Spark job reads
-the same files for ``from_avro`` / ``to_avro``.
+Schemas live in ``avro/*.avsc`` at the top of the checkout and are installed as package data
+(``qmon/avro``), read with ``importlib.resources``; the Spark job reads the same files for
+``from_avro`` / ``to_avro``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ import json
 import logging
 import struct
 from functools import cache
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import fastavro
 
-from qmon.timeconv import to_ms
+from qmon.core.timeconv import to_ms
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "avro"
+SCHEMAS = resources.files("qmon") / "avro"
 CONFLUENT_MAGIC = 0
 
 
@@ -30,8 +31,8 @@ class AvroDecodeError(ValueError):
 
 
 def schema_text(name: str) -> str:
-    path = SCHEMA_DIR / f"{name}.avsc"
-    if not path.exists():
+    path = SCHEMAS / f"{name}.avsc"
+    if not path.is_file():
         raise FileNotFoundError(f"no Avro schema {name!r}: expected {path}")
     return path.read_text()
 

@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from connectors import avro
-from connectors.kafka import client_config
-from qmon import topics
-from qmon.config import KafkaSecurity
+from qmon.connectors import avro
+from qmon.connectors.kafka import client_config
+from qmon.core import topics
+from qmon.core.config import KafkaSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def produce_paced(
     prefix: str = "qmon",
     progress: Callable[[float, int], None] | None = None,
 ) -> int:
-    """Produce simulator items (``qmon.simulator.Item``) in real time: each when the wall clock reaches
+    """Produce simulator items (``qmon.app.simulator.Item``) in real time: each when the wall clock reaches
     its event time.  Ends after ``duration`` seconds or when ``stop`` is set; returns the count."""
     p = producer(bootstrap, security)
     t_start = time.monotonic()

@@ -1,6 +1,6 @@
 """``qmon dlq-handler``: works ``qmon.dlq`` down with a rules table (SPEC §7, seed 002).
 
-The decisions are ``qmon.dlqrules``' (pure): which rule and attempt come next for a record, when
+The decisions are ``qmon.core.dlqrules``' (pure): which rule and attempt come next for a record, when
 that attempt is due, when a record is ignored for good.  This module only moves records.
 
 **Never blocking.**  A record whose next attempt is not due yet (a RETRY waits RETRYINT after the
@@ -53,11 +53,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from connectors import avro
-from connectors.kafka import client_config
-from qmon import topics
-from qmon.config import KafkaSecurity
-from qmon.dlqrules import Advance, Outcome, Progress, Rule, RulesTable, Schedule, advance, next_step, put_seconds
+from qmon.connectors import avro
+from qmon.connectors.kafka import client_config
+from qmon.core import topics
+from qmon.core.config import KafkaSecurity
+from qmon.core.dlqrules import Advance, Outcome, Progress, Rule, RulesTable, Schedule, advance, next_step, put_seconds
 
 logger = logging.getLogger(__name__)
 

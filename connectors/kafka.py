@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from qmon import topics
-from qmon.config import KafkaSecurity
+from qmon.core import topics
+from qmon.core.config import KafkaSecurity
 
 logger = logging.getLogger(__name__)
 

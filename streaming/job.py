@@ -6,9 +6,9 @@ import logging
 import time
 from typing import Any
 
-from connectors.kafka import ensure_topics, spark_options
-from qmon import topics
-from qmon.config import Config, duration_ms
+from qmon.connectors.kafka import ensure_topics, spark_options
+from qmon.core import topics
+from qmon.core.config import Config, duration_ms
 
 logger = logging.getLogger(__name__)
 
@@ -25,8 +25,8 @@ def start_query(
     """Build and start the query; returns the StreamingQuery."""
     from pyspark.sql import functions as F
 
-    from streaming.pipeline import build
-    from streaming.units import structure_buckets
+    from qmon.streaming.pipeline import build
+    from qmon.streaming.units import structure_buckets
 
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
@@ -82,7 +82,7 @@ def run(
     again on the same checkpoint after a backoff, up to ``max_restarts`` times in a row; the
     checkpoint makes the restart lose nothing.
     """
-    from streaming.spark import session
+    from qmon.streaming.spark import session
 
     ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=config.kafka.topic_prefix)
     spark = spark or session(config.job.master, "qmon", shuffle_partitions=config.job.shuffle_partitions)

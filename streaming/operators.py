@@ -2,8 +2,8 @@
 
 ``MonitorProcessor`` is keyed by (unit, unit_name, bucket) and serves two kinds of unit:
 
-* ``QueueUnit`` (unit Q): one shard of a queue manager's queues (see ``qmon.queues``);
-* ``StructureUnit`` (unit S): one CF structure (see ``qmon.structures``).
+* ``QueueUnit`` (unit Q): one shard of a queue manager's queues (see ``qmon.core.queues``);
+* ``StructureUnit`` (unit S): one CF structure (see ``qmon.core.structures``).
 
 One operator for both, so the input is read and shuffled once and the fixed per-batch cost of a
 Python stateful operator (PySpark starts a driver-side worker per operator per batch) is paid
@@ -33,13 +33,13 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-from connectors import avro
-from qmon import topics
-from qmon.journals import JournalStatus
-from qmon.mqsc import MqscError, parse_command, split_script
-from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_reply
-from qmon.structures import Op as StructureOp
-from qmon.structures import StructureMonitor, StructureSettings
+from qmon.connectors import avro
+from qmon.core import topics
+from qmon.core.journals import JournalStatus
+from qmon.core.mqsc import MqscError, parse_command, split_script
+from qmon.core.queues import Activity, Emit, MonitorSettings, QueueMonitor, command_reply
+from qmon.core.structures import Op as StructureOp
+from qmon.core.structures import StructureMonitor, StructureSettings
 
 #: the operator's units (the first key column), as routed by streaming.pipeline
 QUEUES, STRUCTURE = "Q", "S"
@@ -137,7 +137,7 @@ class _Unit:
 
 
 class QueueUnit(_Unit):
-    """A shard of one queue manager's queues: ``qmon.queues`` (with interest and journals)."""
+    """A shard of one queue manager's queues: ``qmon.core.queues`` (with interest and journals)."""
 
     kind = QUEUES
 
@@ -227,7 +227,7 @@ class QueueUnit(_Unit):
 
 
 class StructureUnit(_Unit):
-    """One CF structure (and its overflow structure): ``qmon.structures``."""
+    """One CF structure (and its overflow structure): ``qmon.core.structures``."""
 
     kind = STRUCTURE
 

@@ -17,12 +17,12 @@ Steps:
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
    shard ``(Q, qmgr, pmod(xxhash64(queue), buckets))`` and, when it names a structure, also to
-   ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.placement``); a command that names one queue to that queue's shard, one that
+   ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.core.placement``); a command that names one queue to that queue's shard, one that
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
 4. One stateful operator (``streaming.operators.MonitorProcessor``): a queue shard applies
-   ``qmon.queues`` (and ``qmon.interest``, ``qmon.journals``), a structure ``qmon.structures``,
+   ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
    the input is read and shuffled once, and the fixed per-batch cost of a Python stateful
    operator is paid once.
@@ -37,11 +37,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
-from connectors.avro import schema_text
-from qmon import topics
-from qmon.mqsc import PART_MARK
-from qmon.reasons import CODE
-from streaming.operators import QUEUES, STRUCTURE  # the operator's units: a queue shard, a structure
+from qmon.connectors.avro import schema_text
+from qmon.core import topics
+from qmon.core.mqsc import PART_MARK
+from qmon.core.reasons import CODE
+from qmon.streaming.operators import QUEUES, STRUCTURE  # the operator's units: a queue shard, a structure
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def _control_checks(r: str = "rc") -> list[tuple[Column, str, Column]]:
 
 
 def _journal_checks(r: str = "rj") -> list[tuple[Column, str, Column]]:
-    from qmon.journals import RECEIVER_PATTERN
+    from qmon.core.journals import RECEIVER_PATTERN
 
     return [
         (
@@ -236,7 +236,7 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
 
     One decoder per topic, so the MQSC parser (a Python UDF, which Spark feeds every row of its
     input) sees commands only, never the activity stream."""
-    from streaming.udfs import parse_mqsc
+    from qmon.streaming.udfs import parse_mqsc
 
     df = raw.withColumn("_body", _body(F.col("value")))
     for other, (col, record, _checks) in _INPUTS.items():
@@ -396,7 +396,7 @@ def route(
         **fields,
     )
     # the same activity, for its structure's monitor (key: the structure)
-    # (its bucket places the structure's key on a partition of its own: see qmon.placement)
+    # (its bucket places the structure's key on a partition of its own: see qmon.core.placement)
     placed = F.lit(0)
     if structure_buckets:
         chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
@@ -422,7 +422,7 @@ def route(
 
     fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
     one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True)))
-    # every shard replies with its part, told which one in the command id (qmon.mqsc.split_part)
+    # every shard replies with its part, told which one in the command id (qmon.core.mqsc.split_part)
     parts = F.transform(
         F.sequence(F.lit(0), F.lit(buckets - 1)),
         lambda b: command(
@@ -484,8 +484,8 @@ def build(
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.
     """
-    from qmon.structures import StructureSettings
-    from streaming.operators import MonitorProcessor  # noqa: PLC0415
+    from qmon.core.structures import StructureSettings
+    from qmon.streaming.operators import MonitorProcessor  # noqa: PLC0415
 
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back

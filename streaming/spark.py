@@ -43,8 +43,6 @@ def session(
     # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -58,7 +56,7 @@ def session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("QMON_DRIVER_MEMORY", "2g"))
-        .config("spark.executorEnv.PYTHONPATH", pythonpath)
+        # qmon is installed in the interpreter the workers run (editable or from the wheel): no PYTHONPATH
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")

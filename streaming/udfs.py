@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
-from qmon.mqsc import MqscError, parse_command, split_script
+from qmon.core.mqsc import MqscError, parse_command, split_script
 
 PARSED = StructType(
     [

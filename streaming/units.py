@@ -1,4 +1,4 @@
-"""The structure monitors' buckets for a query, kept with its checkpoint (see ``qmon.placement``).
+"""The structure monitors' buckets for a query, kept with its checkpoint (see ``qmon.core.placement``).
 
 ``structure_buckets(spark, checkpoint, names)`` returns ``{structure: bucket}``: assignments
 already made for this checkpoint (file ``qmon-placement.json`` in the checkpoint directory, read
@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any
 
-from qmon.placement import place
+from qmon.core.placement import place
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ FILE = "qmon-placement.json"
 
 def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) -> dict[tuple[str, int], int]:
     """Spark's shuffle partition of key (S, name, bucket) for every name and bucket < tries."""
-    from streaming.operators import STRUCTURE
+    from qmon.streaming.operators import STRUCTURE
 
     if not names:
         return {}

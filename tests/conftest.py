@@ -47,7 +47,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         with KafkaContainer().with_kraft() as container:
             yield container.get_bootstrap_server()
         return
-    from connectors.broker import LocalKafka
+    from qmon.connectors.broker import LocalKafka
 
     broker = LocalKafka(workdir=tmp_path_factory.mktemp("kafka"))
     broker.start()
@@ -63,7 +63,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from streaming.spark import session
+    from qmon.streaming.spark import session
 
     s = session("local[2]", "qmon-tests", shuffle_partitions=2)
     yield s
@@ -81,8 +81,8 @@ def replay_factory(spark: Any) -> Callable[..., list[dict[str, Any]]]:
     """Run ``qmon replay``'s pipeline over JSON-able records (or raw lines)."""
     import json
 
-    from qmon.config import Config
-    from streaming.replay import replay
+    from qmon.core.config import Config
+    from qmon.streaming.replay import replay
 
     def run(records: list[Any], config: Config | None = None) -> list[dict[str, Any]]:
         lines = [r if isinstance(r, str) else json.dumps(r) for r in records]

@@ -35,7 +35,7 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
         [
             sys.executable,
             "-m",
-            "qmon.cli",
+            "qmon",
             "--log-level",
             "WARNING",
             "demo",
@@ -74,7 +74,7 @@ def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
     simulator, the job, Spark and the broker, prints its summary, and leaves nothing running."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "qmon.cli", "--log-level", "WARNING", "demo", "--dir", str(tmp_path / "demo")],
+        [sys.executable, "-u", "-m", "qmon", "--log-level", "WARNING", "demo", "--dir", str(tmp_path / "demo")],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from connectors import avro
-from connectors.clients import produce_rows, send_commands
-from connectors.dlqhandler import Handler
-from connectors.kafka import client_config, ensure_topics
-from qmon import topics
-from qmon.config import Config
-from qmon.dlqrules import parse_rules
-from streaming.job import run
+from qmon.connectors import avro
+from qmon.connectors.clients import produce_rows, send_commands
+from qmon.connectors.dlqhandler import Handler
+from qmon.connectors.kafka import client_config, ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.dlqrules import parse_rules
+from qmon.streaming.job import run
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.kafka]  # the tests that also run the job are marked spark
@@ -158,7 +158,7 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
     cli = [
         sys.executable,
         "-m",
-        "qmon.cli",
+        "qmon",
         "dlq-handler",
         "--rules",
         str(rules),
@@ -197,7 +197,7 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
 
 
 def dead_letter(reason: str, dest: str, put_ms: int, value: bytes) -> bytes:
-    from qmon.reasons import CODE
+    from qmon.core.reasons import CODE
 
     return avro.encode(
         "DeadLetter",
@@ -326,7 +326,7 @@ def test_a_record_whose_rules_all_failed_is_attempted_retry_times_in_total_acros
     table = parse_rules(
         f"INPUTQ({dlq}) RETRYINT(1) WAIT(YES)\nREASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) RETRY(3)\n"
     )
-    caplog.set_level(logging.INFO, logger="connectors.dlqhandler")
+    caplog.set_level(logging.INFO, logger="qmon.connectors.dlqhandler")
     lines: list[str] = []
     handler = Handler(kafka_bootstrap, table, prefix=prefix, group=group, printer=lines.append)
 

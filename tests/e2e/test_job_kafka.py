@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from connectors import avro
-from connectors.clients import consume, produce_rows, send_commands
-from connectors.kafka import ensure_topics
-from qmon import topics
-from qmon.config import Config
-from qmon.mqsc import reply_part
-from streaming.job import run, start_query
+from qmon.connectors import avro
+from qmon.connectors.clients import consume, produce_rows, send_commands
+from qmon.connectors.kafka import ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.mqsc import reply_part
+from qmon.streaming.job import run, start_query
 from tests.conftest import ROOT, assert_eventually
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -175,7 +175,7 @@ def test_alter_qlocal_with_qmon_mqsc_while_the_job_runs(spark, kafka_bootstrap, 
         cli = [
             sys.executable,
             "-m",
-            "qmon.cli",
+            "qmon",
             "--log-level",
             "WARNING",
             "mqsc",
@@ -407,7 +407,7 @@ def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark
         cfg_file = tmp_path / "qmon.yaml"
         cfg_file.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cli = [sys.executable, "-m", "qmon.cli", "--log-level", "WARNING", "mqsc", "--config", str(cfg_file)]
+        cli = [sys.executable, "-m", "qmon", "--log-level", "WARNING", "mqsc", "--config", str(cfg_file)]
         cli += ["--bootstrap", kafka_bootstrap, "--timeout", "60", "RESET QSTATS(PAY.*)"]
 
         def every_queue_listed() -> str | None:

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from connectors import avro
-from connectors.clients import consume, produce_rows
-from connectors.kafka import ensure_topics
-from qmon import topics
-from qmon.config import Config
-from qmon.queues import MonitorSettings
-from qmon.reference import run_reference
-from streaming.job import run
+from qmon.connectors import avro
+from qmon.connectors.clients import consume, produce_rows
+from qmon.connectors.kafka import ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
+from qmon.streaming.job import run
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -164,7 +164,7 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
     cli = [
         sys.executable,
         "-m",
-        "qmon.cli",
+        "qmon",
         "--log-level",
         "WARNING",
         "run",
@@ -218,7 +218,7 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
 def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
     """Stop the broker for 30 s while the job runs, start it again: the job carries on by itself
     (or restarts its query with backoff) and every expected event arrives."""
-    from connectors.broker import LocalKafka
+    from qmon.connectors.broker import LocalKafka
 
     broker = LocalKafka(workdir=tmp_path / "kafka").start()
     proc = None
@@ -248,7 +248,7 @@ def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "qmon.cli",
+                "qmon",
                 "run",
                 "--config",
                 str(cfg),

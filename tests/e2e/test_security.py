@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from connectors import avro
-from connectors.clients import consume, produce_rows, send_commands
-from connectors.kafka import client_config, ensure_topics
-from qmon import topics
-from qmon.config import Config, KafkaSecurity
-from streaming.job import run
+from qmon.connectors import avro
+from qmon.connectors.clients import consume, produce_rows, send_commands
+from qmon.connectors.kafka import client_config, ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config, KafkaSecurity
+from qmon.streaming.job import run
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -33,7 +33,7 @@ def sec(user: str) -> KafkaSecurity:
 
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from connectors.broker import LocalKafka
+    from qmon.connectors.broker import LocalKafka
 
     users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
     jaas = (

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from qmon.config import Config
-from streaming.cluster import LocalSparkCluster
+from qmon.core.config import Config
+from qmon.streaming.cluster import LocalSparkCluster
 from tests.conftest import ROOT
 from tests.streams import STRUCTURE_CONFIG, random_stream, random_structure_stream
 
@@ -40,7 +40,7 @@ def test_cluster_output_equals_local_output(replay_factory, tmp_path):
             [
                 sys.executable,
                 "-m",
-                "qmon.cli",
+                "qmon",
                 "--log-level",
                 "WARNING",
                 "replay",

@@ -10,12 +10,12 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from connectors import avro
-from qmon import topics
-from qmon.config import Config
-from qmon.mqsc import join_parts, reply_part
-from qmon.queues import MonitorSettings
-from qmon.reference import run_reference
+from qmon.connectors import avro
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.mqsc import join_parts, reply_part
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
 from tests.strategies import interest_streams
 
 pytestmark = pytest.mark.spark

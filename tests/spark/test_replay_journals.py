@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from qmon import topics
-from qmon.config import Config
+from qmon.core import topics
+from qmon.core.config import Config
 
 pytestmark = pytest.mark.spark
 

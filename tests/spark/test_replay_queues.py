@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from connectors import avro
-from qmon import topics
-from qmon.config import Config
-from qmon.queues import MonitorSettings
-from qmon.reference import run_reference
+from qmon.connectors import avro
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
 from tests.streams import random_stream
 
 pytestmark = pytest.mark.spark

@@ -9,11 +9,11 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from connectors import avro
-from qmon import topics
-from qmon.config import Config
-from qmon.queues import MonitorSettings
-from qmon.reference import run_reference
+from qmon.connectors import avro
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
 from tests.strategies import structure_streams
 from tests.streams import STRUCTURE_CONFIG, random_structure_stream
 

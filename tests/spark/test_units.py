@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from streaming.units import FILE, structure_buckets
+from qmon.streaming.units import FILE, structure_buckets
 
 pytestmark = pytest.mark.spark
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors import avro
-from qmon import topics
+from qmon.connectors import avro
+from qmon.core import topics
 
 
 def activity(**kw):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qmon.config import ConfigError, duration_ms, load_config
+from qmon.core.config import ConfigError, duration_ms, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,7 +111,7 @@ def test_durations():
 
 
 def test_durations_are_converted_exactly():
-    from qmon.config import duration_ms
+    from qmon.core.config import duration_ms
 
     assert duration_ms("4.007 s") == 4007 and duration_ms(4.007) == 4007 and duration_ms("0.001 s") == 1
     assert duration_ms(7) == 7000 and duration_ms("1.5 minutes") == 90_000
@@ -120,7 +120,7 @@ def test_durations_are_converted_exactly():
 def test_clear_margin_is_validated_with_its_line():
     import pytest
 
-    from qmon.config import Config
+    from qmon.core.config import Config
 
     with pytest.raises(ValueError, match="clear_margin"):
         Config.model_validate({"structures": [{"strname": "S1", "size": 10, "clear_margin": 80}]})
@@ -129,7 +129,7 @@ def test_clear_margin_is_validated_with_its_line():
 def test_clear_margin_must_be_below_fullthreshold():
     import pytest
 
-    from qmon.config import Config
+    from qmon.core.config import Config
 
     with pytest.raises(ValueError, match="clear_margin"):
         Config.model_validate({"structures": [{"strname": "S1", "size": 10, "fullthreshold": 5}]})

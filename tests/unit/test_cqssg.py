@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from qmon.config import ConfigError, load_config
-from qmon.cqssg import DefinitionError, merge, parse_cfrm, parse_cqssg
+from qmon.core.config import ConfigError, load_config
+from qmon.core.cqssg import DefinitionError, merge, parse_cfrm, parse_cqssg
 from tests.conftest import ROOT
 
 IMS = ROOT / "config" / "ims"

@@ -1,10 +1,10 @@
-"""Remembered event ids, packed at rest (qmon.dedup), and the monitors across store/load cycles."""
+"""Remembered event ids, packed at rest (qmon.core.dedup), and the monitors across store/load cycles."""
 
 import pickle
 
-from qmon.dedup import Recent, pack, unpack
-from qmon.queues import Activity, MonitorSettings, QueueMonitor
-from qmon.structures import Op, StructureDef, StructureMonitor, StructureSettings
+from qmon.core.dedup import Recent, pack, unpack
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.structures import Op, StructureDef, StructureMonitor, StructureSettings
 
 
 def test_pack_round_trip_keeps_ids_ts_and_order():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qmon.dlqrules import RulesError, decide, parse_rules
+from qmon.core.dlqrules import RulesError, decide, parse_rules
 
 IBM_SAMPLE = """\
 * An example rules table for the runmqdlq command
@@ -275,7 +275,7 @@ def test_continuation_inside_a_quoted_value():
 def test_a_retry_interval_of_zero_is_refused_with_its_line():
     import pytest
 
-    from qmon.dlqrules import parse_rules
+    from qmon.core.dlqrules import parse_rules
 
     with pytest.raises(Exception, match=r"line 1.*RETRYINT\(0\)"):
         parse_rules("INPUTQ(qmon.dlq) RETRYINT(0)\nACTION(IGNORE)\n")

@@ -8,11 +8,11 @@ import zlib
 
 import pytest
 
-from qmon import topics
-from qmon.interest import NO_INTEREST_TYPES, Registry, covers_lterm_ready, matches, overlap, refused
-from qmon.mqsc import MqscError, parse_command, part_command_id
-from qmon.queues import Activity, MonitorSettings, QueueMonitor
-from qmon.reference import run_reference
+from qmon.core import topics
+from qmon.core.interest import NO_INTEREST_TYPES, Registry, covers_lterm_ready, matches, overlap, refused
+from qmon.core.mqsc import MqscError, parse_command, part_command_id
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.reference import run_reference
 from tests.streams import random_stream
 
 _n = itertools.count(1)

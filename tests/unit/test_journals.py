@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from qmon.journals import (
+from qmon.core.journals import (
     JournalMonitor,
     JournalStatus,
     Receiver,

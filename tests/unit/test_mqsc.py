@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qmon.mqsc import (
+from qmon.core.mqsc import (
     MqscError,
     canonical,
     join_parts,
@@ -14,7 +14,7 @@ from qmon.mqsc import (
     split_part,
     split_script,
 )
-from qmon.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
 
 
 def test_seed_example_with_continuations_and_blank_before_parenthesis():
@@ -96,7 +96,7 @@ def test_canonical_echo():
 def test_a_huge_number_is_an_error_not_a_crash():
     import pytest as _pytest
 
-    from qmon.mqsc import MqscError, parse_command
+    from qmon.core.mqsc import MqscError, parse_command
 
     with _pytest.raises(MqscError) as err:
         parse_command("ALTER QLOCAL(Q1) QSVCINT(" + "9" * 10_000 + ")")

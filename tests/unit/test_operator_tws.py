@@ -14,13 +14,13 @@ pytest.importorskip("pyspark.sql.streaming.tws_tester")
 
 from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
 
-from connectors import avro  # noqa: E402
-from qmon import topics  # noqa: E402
-from qmon.queues import MonitorSettings  # noqa: E402
-from qmon.structures import StructureSettings  # noqa: E402
-from qmon.timeconv import to_ms  # noqa: E402
-from streaming.operators import MonitorProcessor  # noqa: E402
-from streaming.pipeline import ROUTED_COLUMNS  # noqa: E402
+from qmon.connectors import avro  # noqa: E402
+from qmon.core import topics  # noqa: E402
+from qmon.core.queues import MonitorSettings  # noqa: E402
+from qmon.core.structures import StructureSettings  # noqa: E402
+from qmon.core.timeconv import to_ms  # noqa: E402
+from qmon.streaming.operators import MonitorProcessor  # noqa: E402
+from qmon.streaming.pipeline import ROUTED_COLUMNS  # noqa: E402
 
 KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
 

@@ -1,8 +1,8 @@
-"""Spreading structures over shuffle partitions (qmon.placement)."""
+"""Spreading structures over shuffle partitions (qmon.core.placement)."""
 
 import zlib
 
-from qmon.placement import place
+from qmon.core.placement import place
 
 
 def fake_hash(partitions):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from qmon import topics
-from qmon.mqsc import parse_command
-from qmon.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core import topics
+from qmon.core.mqsc import parse_command
+from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
 
 QM = "QM1"
 Q = "MYQUEUE"
@@ -299,7 +299,7 @@ def test_define_twice_needs_replace_and_reset_qstats_replies_with_statistics():
 
 
 def test_pattern_defaults_apply_to_queues_first_seen_later():
-    from qmon.queues import QueueDefaults
+    from qmon.core.queues import QueueDefaults
 
     settings = MonitorSettings(
         perfmev="ENABLED", queue_defaults=(QueueDefaults("PAYROLL.*", {"QSVCIEV": "HIGH", "QSVCINT": 100}),)

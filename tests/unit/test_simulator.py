@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import collections
 
-from qmon import topics
-from qmon.config import load_config
-from qmon.reference import run_reference
-from qmon.simulator import SETUP_MQSC, Simulator
+from qmon.app.simulator import SETUP_MQSC, Simulator
+from qmon.core import topics
+from qmon.core.config import load_config
+from qmon.core.reference import run_reference
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,4 @@
-"""SPEC §5 rule by rule: the pure structure model (qmon.structures)."""
+"""SPEC §5 rule by rule: the pure structure model (qmon.core.structures)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from qmon import topics
-from qmon.structures import (
+from qmon.core import topics
+from qmon.core.structures import (
     ExitRule,
     Op,
     OverflowExit,
@@ -391,7 +391,7 @@ def test_usage_never_drifts_over_many_mixed_puts_and_gets():
 
 
 def test_the_per_queue_fifo_is_bounded_and_totals_stay_exact():
-    from qmon.structures import FIFO_MAX_RUNS
+    from qmon.core.structures import FIFO_MAX_RUNS
 
     m = mon(size=10_000, initsize=10_000, ovflwmax=100, fullthreshold=100)
     for i in range(10 * FIFO_MAX_RUNS):

@@ -8,9 +8,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from qmon import topics
-from qmon.config import Config
-from qmon.structures import Op, StructureMonitor, at_or_above
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.structures import Op, StructureMonitor, at_or_above
 from tests.strategies import structure_streams
 from tests.streams import STRUCTURE_CONFIG
 

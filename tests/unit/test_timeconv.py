@@ -6,9 +6,10 @@ import datetime as dt
 
 import pytest
 
-from qmon import render, topics
-from qmon.alerts import iso
-from qmon.timeconv import EPOCH, from_ms, to_ms
+from qmon.app import render
+from qmon.core import topics
+from qmon.core.records import iso
+from qmon.core.timeconv import EPOCH, from_ms, to_ms
 
 UTC = dt.UTC
 MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the latest timestamp qmon accepts

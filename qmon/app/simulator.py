@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from qmon import topics
+from qmon.core import topics
 
 MQ_QMGRS = ("QM1", "QM2")
 IMS_SYSTEMS = ("IMSA", "IMSB")

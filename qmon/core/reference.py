@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from qmon.journals import JournalStatus
-from qmon.mqsc import MqscError, parse_command, split_script
-from qmon.queues import Activity, Emit, MonitorSettings, QueueMonitor
-from qmon.structures import Op, StructureMonitor, StructureSettings
+from qmon.core.journals import JournalStatus
+from qmon.core.mqsc import MqscError, parse_command, split_script
+from qmon.core.queues import Activity, Emit, MonitorSettings, QueueMonitor
+from qmon.core.structures import Op, StructureMonitor, StructureSettings
 
 
 def run_reference(

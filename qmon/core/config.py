@@ -15,9 +15,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from qmon.mqsc import MAX_NAME
-from qmon.queues import MQ_DEFAULTS, MonitorSettings, QueueDefaults
-from qmon.structures import ExitRule, OverflowExit, StructureDef, StructureSettings
+from qmon.core.mqsc import MAX_NAME
+from qmon.core.queues import MQ_DEFAULTS, MonitorSettings, QueueDefaults
+from qmon.core.structures import ExitRule, OverflowExit, StructureDef, StructureSettings
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ def _line_of(doc: Any, loc: tuple) -> int | None:
 def _with_definitions(path: Path, doc: dict) -> dict:
     """``structures_from: {cqssg: FILE, cfrm: FILE}``: structures read from a CQSSGxxx member and a
     CFRM policy (paths relative to the configuration file), added to ``structures:``."""
-    from qmon.cqssg import DefinitionError, merge, parse_cfrm, parse_cqssg
+    from qmon.core.cqssg import DefinitionError, merge, parse_cfrm, parse_cqssg
 
     src = doc.pop("structures_from", None)
     if src is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from qmon.timeconv import from_ms
+from qmon.core.timeconv import from_ms
 
 
 class Emit(NamedTuple):

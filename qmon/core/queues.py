@@ -42,24 +42,24 @@ import logging
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
-from qmon import topics
-from qmon.alerts import Emit
-from qmon.alerts import alert as _alert
-from qmon.alerts import iso as _iso
-from qmon.alerts import plural as _plural
-from qmon.dedup import Recent
-from qmon.ids import event_id
-from qmon.interest import Registry, listing, work_available
-from qmon.interest import matches as _interest_match
-from qmon.journals import JournalMonitor, JournalStatus
-from qmon.mqsc import Command, canonical, split_part
-from qmon.reasons import (
+from qmon.core import topics
+from qmon.core.dedup import Recent
+from qmon.core.ids import event_id
+from qmon.core.interest import Registry, listing, work_available
+from qmon.core.interest import matches as _interest_match
+from qmon.core.journals import JournalMonitor, JournalStatus
+from qmon.core.mqsc import Command, canonical, split_part
+from qmon.core.reasons import (
     MQRC_Q_DEPTH_HIGH,
     MQRC_Q_DEPTH_LOW,
     MQRC_Q_FULL,
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
+from qmon.core.records import Emit
+from qmon.core.records import alert as _alert
+from qmon.core.records import iso as _iso
+from qmon.core.records import plural as _plural
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class QueueState(TypedDict):
     enq: int
     deq: int
     last_ts: int  # newest event time seen (for TTL)
-    recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.dedup)
+    recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.core.dedup)
     stall: str | None  # alert_id of the firing stall episode
     # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
     # absent in state written before the hold existed
@@ -569,7 +569,7 @@ class QueueMonitor:
         """RESET QSTATS with a generic name: reset every queue of this shard it matches.
 
         A shard holds only its own queues' statistics, so the job delivers the command to every
-        shard with the shard's part in the command id (``k/N``, ``qmon.mqsc.split_part``) and each
+        shard with the shard's part in the command id (``k/N``, ``qmon.core.mqsc.split_part``) and each
         replies with its part: the reply says ``part k of N`` and has an event_id of its own.  The
         pure reference (one monitor, no parts) and a single shard give one reply listing them all."""
         assert cmd.name is not None

@@ -54,8 +54,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from qmon import topics
-from qmon.reasons import CODE as QMON_CODES
+from qmon.core import topics
+from qmon.core.reasons import CODE as QMON_CODES
 
 CONTROL_KEYWORDS = ("INPUTQ", "INPUTQM", "RETRYINT", "WAIT")
 PATTERN_KEYWORDS = (

@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from qmon.interest import NO_INTEREST_TYPES as NO_INTEREST_TYPES
-from qmon.interest import refused
+from qmon.core.interest import NO_INTEREST_TYPES as NO_INTEREST_TYPES
+from qmon.core.interest import refused
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ _IGNORED_QUEUE_ATTRS = {
 }
 
 #: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA) are
-#: ``qmon.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
+#: ``qmon.core.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
 
 
 def parse_command(text: str) -> Command:

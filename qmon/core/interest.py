@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from qmon import topics
-from qmon.ids import event_id
-from qmon.structures import QUEUE_TYPES
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.structures import QUEUE_TYPES
 
 #: IMS queue types (the first character of an IMS queue name) in which IMS never registers
 #: interest (seed 004: "IMS does not register interest in Staging Queues, Suspend Queue, APPC

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qmon import topics
-from qmon.config import Config, ConfigError, load_config
+from qmon.core import topics
+from qmon.core.config import Config, ConfigError, load_config
 
 logger = logging.getLogger("qmon")
 
@@ -30,7 +30,7 @@ def _bootstrap(args: argparse.Namespace, config: Config) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from streaming.job import run
+    from qmon.streaming.job import run
 
     config = _config(args)
     checkpoint = args.checkpoint or config.job.checkpoint
@@ -40,7 +40,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from streaming.replay import replay_file
+    from qmon.streaming.replay import replay_file
 
     config = _config(args)
     if not Path(args.input).exists():
@@ -58,8 +58,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_start(args: argparse.Namespace) -> int:
-    from connectors.broker import LocalKafka
-    from connectors.kafka import ensure_topics
+    from qmon.connectors.broker import LocalKafka
+    from qmon.connectors.kafka import ensure_topics
 
     broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0).start()
     ensure_topics(broker.bootstrap, args.partitions)
@@ -79,8 +79,8 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from connectors.clients import produce_rows
-    from streaming.replay import encode_lines
+    from qmon.connectors.clients import produce_rows
+    from qmon.connectors.jsonl import encode_lines
 
     config = _config(args)
     with open(args.input) as fh:
@@ -98,7 +98,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 
 def read_mqsc_input(args: argparse.Namespace) -> list[str]:
-    from qmon.mqsc import split_script
+    from qmon.core.mqsc import split_script
 
     if args.command:
         text = " ".join(args.command)
@@ -114,8 +114,8 @@ def _wait_for_joined_replies(
 ) -> dict[str, dict[str, Any]]:
     """Like ``connectors.clients.wait_for_replies``, but a command answered in parts (``RESET
     QSTATS`` with a generic name: one reply per shard) waits for every part and joins them."""
-    from connectors.clients import consume
-    from qmon.mqsc import join_parts
+    from qmon.connectors.clients import consume
+    from qmon.core.mqsc import join_parts
 
     wanted = set(ids)
     got: dict[str, list[dict[str, Any]]] = {}
@@ -138,7 +138,7 @@ def _wait_for_joined_replies(
 
 
 def cmd_mqsc(args: argparse.Namespace) -> int:
-    from connectors.clients import send_commands
+    from qmon.connectors.clients import send_commands
 
     config = _config(args)
     bootstrap = _bootstrap(args, config)
@@ -172,7 +172,7 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_handler(args: argparse.Namespace) -> int:
-    from qmon.dlqrules import RulesError, parse_rules
+    from qmon.core.dlqrules import RulesError, parse_rules
 
     path = Path(args.rules)
     try:
@@ -198,7 +198,7 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
                 "the DLQ (IGNORE). Seed 002 recommends a final ACTION(FWD) FWDQ(...) HEADER(YES)."
             )
         return 0
-    from connectors.dlqhandler import Handler
+    from qmon.connectors.dlqhandler import Handler
 
     config = _config(args)
     bootstrap = _bootstrap(args, config)
@@ -213,9 +213,9 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     import time as _time
 
-    from connectors.clients import produce_paced, send_commands
-    from connectors.kafka import ensure_topics
-    from qmon.simulator import SETUP_MQSC, Simulator
+    from qmon.app.simulator import SETUP_MQSC, Simulator
+    from qmon.connectors.clients import produce_paced, send_commands
+    from qmon.connectors.kafka import ensure_topics
 
     config = _config(args)
     bootstrap = _bootstrap(args, config)
@@ -258,9 +258,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    from connectors.avro import to_jsonable
-    from connectors.clients import consume
-    from qmon.render import line
+    from qmon.app.render import line
+    from qmon.connectors.avro import to_jsonable
+    from qmon.connectors.clients import consume
 
     config = _config(args)
     names = args.topics or [t for t in topics.OUTPUTS]
@@ -299,7 +299,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from qmon.demo import demo
+    from qmon.app.demo import demo
 
     return demo(duration=args.duration, workdir=args.dir, rate=args.rate, seed=args.seed)
 

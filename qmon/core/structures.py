@@ -59,10 +59,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from qmon import topics
-from qmon.alerts import Emit, alert
-from qmon.dedup import Recent
-from qmon.ids import event_id
+from qmon.core import topics
+from qmon.core.dedup import Recent
+from qmon.core.ids import event_id
+from qmon.core.records import Emit, alert
 
 ELEMENT_BYTES = 512
 MAX_APPROVED = 512

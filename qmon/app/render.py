@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from qmon import topics
-from qmon.timeconv import from_ms
+from qmon.core import topics
+from qmon.core.timeconv import from_ms
 
 _COLOURS = {"CRITICAL": "\033[31;1m", "WARNING": "\033[33m", "INFO": "\033[36m", "OK": "\033[32m", "ERROR": "\033[31m"}
 _RESET = "\033[0m"

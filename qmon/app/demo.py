@@ -19,19 +19,21 @@ import sys
 import tempfile
 import threading
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+#: the sample configuration shipped in the package (``config/`` in the checkout, ``qmon/samples`` installed)
+SAMPLES = resources.files("qmon") / "samples"
 
 
 class View:
     """What the live view shows, updated from the simulator's records and the output topics."""
 
     def __init__(self, structures: Any):
-        from qmon.structures import StructureMonitor
+        from qmon.core.structures import StructureMonitor
 
         self.lock = threading.Lock()
         self.settings = structures
@@ -44,7 +46,7 @@ class View:
         self.depth: dict[tuple[str, str], int] = {}
 
     def on_item(self, item: Any) -> None:
-        from qmon.structures import Op
+        from qmon.core.structures import Op
 
         rec = item.value
         if isinstance(rec, bytes):
@@ -59,7 +61,7 @@ class View:
                 )
 
     def on_output(self, topic: str, record: dict[str, Any], text: str) -> None:
-        from qmon import topics
+        from qmon.core import topics
 
         with self.lock:
             self.counts[
@@ -113,20 +115,21 @@ class View:
 
 
 def demo(duration: float | None = None, workdir: str | None = None, rate: float = 100.0, seed: int = 1) -> int:
-    from connectors.broker import LocalKafka
-    from connectors.clients import consume, produce_paced, send_commands, wait_for_replies
-    from connectors.kafka import ensure_topics
-    from qmon import topics
-    from qmon.config import load_config
-    from qmon.mqsc import split_script
-    from qmon.render import line
-    from qmon.simulator import Simulator
-    from streaming.job import start_query
-    from streaming.spark import session
+    from qmon.app.render import line
+    from qmon.app.simulator import Simulator
+    from qmon.connectors.broker import LocalKafka
+    from qmon.connectors.clients import consume, produce_paced, send_commands, wait_for_replies
+    from qmon.connectors.kafka import ensure_topics
+    from qmon.core import topics
+    from qmon.core.config import load_config
+    from qmon.core.mqsc import split_script
+    from qmon.streaming.job import start_query
+    from qmon.streaming.spark import session
 
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="qmon-demo-"))
     base.mkdir(parents=True, exist_ok=True)
-    config = load_config(CONFIG_DIR / "demo.yaml")
+    with resources.as_file(SAMPLES / "demo.yaml") as path:
+        config = load_config(path)
     broker = LocalKafka(workdir=base / "kafka")
     view = View(config.structure_settings())
     stop = threading.Event()
@@ -147,7 +150,7 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
         spark = session(config.job.master, "qmon-demo", shuffle_partitions=config.job.shuffle_partitions)
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))
         t0 = int(time.time() * 1000)
-        commands = split_script((CONFIG_DIR / "demo.mqsc").read_text())
+        commands = split_script((SAMPLES / "demo.mqsc").read_text())
         ids = send_commands(bootstrap, "QM1", commands, user="demo", ts=t0 - 1)
         replies = wait_for_replies(bootstrap, ids, timeout=240)
         for cid, text in zip(ids, commands, strict=True):
@@ -200,7 +203,7 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
             except Exception:  # noqa: BLE001
                 pass
         if spark is not None:
-            from streaming.spark import shutdown
+            from qmon.streaming.spark import shutdown
 
             shutdown(spark)
         broker.stop()

@@ -42,9 +42,9 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from qmon import topics
-from qmon.alerts import alert
-from qmon.ids import event_id
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.records import alert
 
 #: A receiver name; the Spark job validates input with the same pattern.
 RECEIVER_PATTERN = r"^AMQ[A-Z][0-9]{6}$"

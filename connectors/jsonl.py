@@ -1,0 +1,199 @@
+"""JSONL lines (the format of ``examples/*.jsonl``) -> the Avro values a producer sends, keyed as qmon's
+producers key them, with a dead letter for each line that is a fault of the file.
+
+Used by ``qmon produce`` (to Kafka) and ``qmon replay`` (rows shaped like Spark's Kafka source).  A line
+that is not JSON, is neither activity, a command nor journal status, or lacks a required field becomes a
+dead letter here: those are faults of the file, which never reach Avro.  Everything else is validated by
+the query.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from qmon.connectors import avro
+from qmon.core import topics
+from qmon.core.ids import dlq_event_id
+from qmon.core.reasons import CODE
+
+_ACTIVITY_REQUIRED = ("qmgr", "queue", "op", "ts")
+_OPS = ("PUT", "GET", "START")
+
+
+@dataclass
+class Encoded:
+    rows: list[tuple]
+    dead: list[dict[str, Any]]
+
+
+def _dead(reason: str, error: str, line_no: int, raw: bytes, ts: int, topic: str, fmt: str) -> dict[str, Any]:
+    return {
+        "topic": topics.DLQ,
+        "event_id": dlq_event_id(topic, 0, line_no),
+        "reason": CODE[reason],
+        "reason_name": reason,
+        "dest_topic": topic,
+        "format": fmt,
+        "put_appl_name": "qmon",
+        "put_time": ts,
+        "partition": 0,
+        "offset": line_no,
+        "error": f"line {line_no}: {error}",
+        "key": None,
+        "value": base64.b64encode(raw).decode(),
+    }
+
+
+def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
+    """JSONL lines -> Kafka-shaped rows (or dead letters for faults of the file)."""
+    rows: list[tuple] = []
+    dead: list[dict[str, Any]] = []
+    last_ts = 0
+    for line_no, line in enumerate(lines, start=1):
+        raw = line.rstrip("\n").encode()
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            dead.append(
+                _dead(
+                    "QMON_INVALID_JSON",
+                    f"not valid JSON: {exc.msg} at column {exc.colno}",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
+            continue
+        if not isinstance(obj, dict):
+            dead.append(
+                _dead(
+                    "QMON_INVALID_JSON",
+                    "a line must be a JSON object",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
+            continue
+        ts = obj.get("ts")
+        if isinstance(ts, int) and not isinstance(ts, bool):
+            last_ts = ts
+        if "command" in obj:
+            topic, fmt = topics.CONTROL, "ControlCommand"
+            missing = [k for k in ("ts", "qmgr", "command") if obj.get(k) is None]
+            if missing:
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD", f"a command needs {', '.join(missing)}", line_no, raw, last_ts, topic, fmt
+                    )
+                )
+                continue
+            record = {
+                "command_id": str(obj.get("command_id") or f"{source}:{line_no}"),
+                "ts": obj["ts"],
+                "qmgr": obj["qmgr"],
+                "text": obj["command"],
+                "user": obj.get("user"),
+            }
+            key = str(obj["qmgr"])
+        elif "journal" in obj:
+            topic, fmt = topics.JOURNAL, "JournalStatus"
+            j = obj["journal"]
+            missing = [k for k in ("ts", "qmgr") if obj.get(k) is None]
+            if not isinstance(j, dict):
+                missing.append("journal (an object)")
+            else:
+                missing += [
+                    f"journal.{k}"
+                    for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")
+                    if j.get(k) is None
+                ]
+            if missing:
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD",
+                        f"journal status needs {', '.join(missing)}",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
+                continue
+            record = {
+                "event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
+                "qmgr": obj["qmgr"],
+                "ts": obj["ts"],
+                **{k: j[k] for k in ("library", "attached", "size_kb", "threshold_kb", "receivers")},
+            }
+            key = f"{obj['qmgr']}/{j['library']}"
+        elif "op" in obj or "queue" in obj:
+            topic, fmt = topics.ACTIVITY, "QueueActivity"
+            missing = [k for k in _ACTIVITY_REQUIRED if obj.get(k) is None]
+            if missing:
+                dead.append(
+                    _dead(
+                        "QMON_MISSING_FIELD",
+                        f"required field(s) missing: {', '.join(missing)}",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
+                continue
+            if obj["op"] not in _OPS:
+                dead.append(
+                    _dead(
+                        "QMON_UNKNOWN_OP",
+                        f"op {obj['op']!r} is not PUT, GET or START",
+                        line_no,
+                        raw,
+                        last_ts,
+                        topic,
+                        fmt,
+                    )
+                )
+                continue
+            record = {
+                "event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
+                **{
+                    k: obj.get(k)
+                    for k in ("qmgr", "queue", "op", "ts", "depth_after", "msg_bytes", "structure", "reason")
+                },
+            }
+            key = f"{obj['qmgr']}/{obj['queue']}"
+        else:
+            dead.append(
+                _dead(
+                    "QMON_UNKNOWN_RECORD",
+                    "neither activity (op, queue), a command nor journal status",
+                    line_no,
+                    raw,
+                    last_ts,
+                    topics.ACTIVITY,
+                    "QueueActivity",
+                )
+            )
+            continue
+        try:
+            value = avro.encode(fmt, record)
+        except (TypeError, ValueError, OverflowError) as exc:
+            dead.append(
+                _dead("QMON_INVALID_FIELD", f"a field has the wrong type: {exc}", line_no, raw, last_ts, topic, fmt)
+            )
+            continue
+        rows.append((topic, 0, line_no, key.encode(), value, int(obj["ts"])))
+    return Encoded(rows, dead)

@@ -1,0 +1,1 @@
+"""The application: the command line, the demo, the workload simulator and the terminal view."""

@@ -470,7 +470,7 @@ def main() -> int:
             shutdown(spark)
             with LocalSparkCluster(tmp / "cluster", workers=2):
                 pass
-            print("cluster mode: see tests/spark/test_cluster.py (output equality on a small input)")
+            print("cluster mode: see tests/streaming/test_cluster.py (output equality on a small input)")
         return 0
     finally:
         if broker is not None:

@@ -114,7 +114,7 @@ def main() -> int:
             + avro.encode(
                 {
                     "qmon.events.performance": "PerformanceEvent",
-                    "qmon.events.structure": "StructureAlert",
+                    "qmon.events.alerts": "Alert",
                     "qmon.events.overflow": "OverflowCandidates",
                     "qmon.events.notify": "WorkAvailable",
                 }[e.topic],

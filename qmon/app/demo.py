@@ -84,7 +84,7 @@ class View:
                     self.firing[str(record["type"])] += 1
             if topic == topics.PERFORMANCE:
                 self.service[f"{record['qmgr']}/{record['queue']}"] = record["type"]
-            elif topic == topics.STRUCTURE and record.get("type") == "QUEUE_STALLED":
+            elif topic == topics.ALERTS and record.get("type") == "QUEUE_STALLED":
                 self.service[f"{record['qmgr']}/{record['queue']}"] = f"STALLED {record['state']}"
             self.latest.append(text)
 

@@ -23,7 +23,7 @@ def _time(ms: Any) -> str:
 def severity(topic: str, r: dict[str, Any]) -> str:
     if topic == topics.PERFORMANCE:
         return "OK" if r.get("type") in ("QSVCINT_OK", "QDEPTH_LOW") else "WARNING"
-    if topic == topics.STRUCTURE:
+    if topic == topics.ALERTS:
         return "OK" if r.get("state") == "RESOLVED" else str(r.get("severity", "INFO"))
     if topic == topics.REPLIES:
         return "OK" if r.get("ok") else "ERROR"
@@ -42,8 +42,11 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
         )
         if r.get("service_time_ms") is not None:
             text += f" service={r['service_time_ms']}ms/{r['service_interval_ms']}ms"
-    elif topic == topics.STRUCTURE:
-        text = f"{r['type']} {r['state']} {r['structure']}"
+    elif topic == topics.ALERTS:
+        subject = (
+            r["subject"] if r["subject_kind"] == "STRUCTURE" or not r.get("qmgr") else f"{r['qmgr']}/{r['subject']}"
+        )
+        text = f"{r['type']} {r['state']} {subject}"
         if r.get("usage_after_pct") is not None:
             text += f" usage {r.get('usage_before_pct') or 0:.1f}%->{r['usage_after_pct']:.1f}%"
         if r.get("message"):

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from qmon.core import topics
 from qmon.core.ids import event_id
-from qmon.core.records import alert
+from qmon.core.records import SubjectKind, alert
 
 #: A receiver name; the Spark job validates input with the same pattern.
 RECEIVER_PATTERN = r"^AMQ[A-Z][0-9]{6}$"
@@ -162,7 +162,8 @@ class JournalMonitor:
             state,
             alert_id,
             severity,
-            structure=journal,
+            subject_kind=SubjectKind.JOURNAL,
+            subject=journal,
             qmgr=self.qmgr,
             ts=s.ts,
             summary=summary,
@@ -171,7 +172,7 @@ class JournalMonitor:
             size_kb_after=s.size_kb,
             usage_after_pct=round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else None,
         )
-        return topics.STRUCTURE, f"{self.qmgr}/{s.library}", rec
+        return topics.ALERTS, f"{self.qmgr}/{s.library}", rec
 
     def on_status(self, s: JournalStatus) -> list[tuple[str, str, dict[str, Any]]]:
         journal = journal_name(s.library, s.attached)

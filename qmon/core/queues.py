@@ -56,7 +56,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Emit
+from qmon.core.records import Emit, SubjectKind
 from qmon.core.records import alert as _alert
 from qmon.core.records import iso as _iso
 from qmon.core.records import plural as _plural
@@ -400,7 +400,8 @@ class QueueMonitor:
             "FIRING",
             alert_id,
             "WARNING",
-            structure=queue,
+            subject_kind=SubjectKind.QUEUE,
+            subject=queue,
             queue=queue,
             qmgr=self.qmgr,
             ts=deadline,
@@ -414,7 +415,7 @@ class QueueMonitor:
                 "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."
             ),
         )
-        return Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)
+        return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
 
     def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:
         alert_id = q["stall"]
@@ -428,14 +429,15 @@ class QueueMonitor:
             "RESOLVED",
             alert_id,
             "INFO",
-            structure=queue,
+            subject_kind=SubjectKind.QUEUE,
+            subject=queue,
             queue=queue,
             qmgr=self.qmgr,
             ts=ts,
             summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
             action="None.",
         )
-        return [Emit(topics.STRUCTURE, f"{self.qmgr}/{queue}", record)]
+        return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]
 
     def next_stall_clock(self) -> int | None:
         """The arrival-clock time at which the earliest watched queue stalls (for a Spark timer)."""

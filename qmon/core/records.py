@@ -1,7 +1,8 @@
-"""StructureAlert records and small helpers shared by the rules modules.  Pure."""
+"""The record types the rules produce (``Emit``, ``Alert`` records) and small helpers they share.  Pure."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 from qmon.core.timeconv import from_ms
@@ -15,6 +16,14 @@ class Emit(NamedTuple):
     record: dict[str, Any]
 
 
+class SubjectKind(StrEnum):
+    """What an alert is about (the ``subject_kind`` field of an Alert record)."""
+
+    STRUCTURE = "STRUCTURE"  # a CF structure (subject: STRNAME)
+    QUEUE = "QUEUE"  # a queue of a queue manager (subject: the queue name; qmgr: its queue manager)
+    JOURNAL = "JOURNAL"  # an IBM i journal (subject: LIB/AMQxJRN; qmgr: its queue manager)
+
+
 def alert(
     eid: str,
     type_: str,
@@ -22,8 +31,10 @@ def alert(
     alert_id: str,
     severity: str,
     *,
-    structure: str,
+    subject_kind: SubjectKind,
+    subject: str,
     ts: int,
+    structure: str | None = None,
     summary: str,
     action: str,
     queue: str | None = None,
@@ -31,13 +42,15 @@ def alert(
     message: str | None = None,
     **numbers: Any,
 ) -> dict[str, Any]:
-    """A StructureAlert record (SPEC §2); ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
+    """An Alert record (SPEC §2); ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
     return {
         "event_id": eid,
         "type": type_,
         "state": state,
         "alert_id": alert_id,
         "severity": severity,
+        "subject_kind": str(subject_kind),
+        "subject": subject,
         "structure": structure,
         "queue": queue,
         "qmgr": qmgr,

@@ -62,7 +62,7 @@ from typing import Any, NamedTuple
 from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
-from qmon.core.records import Emit, alert
+from qmon.core.records import Emit, SubjectKind, alert
 
 ELEMENT_BYTES = 512
 MAX_APPROVED = 512
@@ -318,6 +318,8 @@ class StructureMonitor:
             state,
             alert_id,
             severity,
+            subject_kind=SubjectKind.STRUCTURE,
+            subject=self.name,
             structure=self.name,
             queue=queue,
             qmgr=qmgr,
@@ -327,7 +329,7 @@ class StructureMonitor:
             message=message,
             **numbers,
         )
-        return Emit(topics.STRUCTURE, self.name, rec)
+        return Emit(topics.ALERTS, self.name, rec)
 
     # ---------------------------------------------------------- input
 

@@ -4,14 +4,14 @@ ACTIVITY = "qmon.activity"
 CONTROL = "qmon.control"
 JOURNAL = "qmon.journal"
 PERFORMANCE = "qmon.events.performance"
-STRUCTURE = "qmon.events.structure"
+ALERTS = "qmon.events.alerts"
 OVERFLOW = "qmon.events.overflow"
 NOTIFY = "qmon.events.notify"
 REPLIES = "qmon.control.replies"
 DLQ = "qmon.dlq"
 
 INPUTS = (ACTIVITY, CONTROL, JOURNAL)
-OUTPUTS = (PERFORMANCE, STRUCTURE, OVERFLOW, NOTIFY, REPLIES, DLQ)
+OUTPUTS = (PERFORMANCE, ALERTS, OVERFLOW, NOTIFY, REPLIES, DLQ)
 
 #: The Avro record (schema file in avro/) carried by each topic.
 RECORD_OF = {
@@ -19,7 +19,7 @@ RECORD_OF = {
     CONTROL: "ControlCommand",
     JOURNAL: "JournalStatus",
     PERFORMANCE: "PerformanceEvent",
-    STRUCTURE: "StructureAlert",
+    ALERTS: "Alert",
     OVERFLOW: "OverflowCandidates",
     NOTIFY: "WorkAvailable",
     REPLIES: "CommandReply",

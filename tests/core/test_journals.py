@@ -149,7 +149,7 @@ def test_every_alert_of_instance_b_names_journal_amqbjrn():
         ("RECEIVER_NEAR_THRESHOLD", "RESOLVED"),
     ]
     for _, _, rec in out:
-        assert rec["structure"] == "QMPAYLIB/AMQBJRN"
+        assert rec["subject_kind"] == "JOURNAL" and rec["subject"] == "QMPAYLIB/AMQBJRN" and rec["structure"] is None
         assert "AMQAJRN" not in rec["summary"] + rec["action"] + (rec["message"] or "")
     blocked = out[1][2]
     assert "CHGJRN JRN(QMPAYLIB/AMQBJRN) JRNRCV(QMPAYLIB/AMQB000125)" in blocked["action"]

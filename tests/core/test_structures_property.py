@@ -61,7 +61,7 @@ def test_every_episode_is_one_firing_then_at_most_one_resolved(records):
         if e is None:
             continue
         r = e.record
-        if e.topic != topics.STRUCTURE or r["state"] == "INFO":
+        if e.topic != topics.ALERTS or r["state"] == "INFO":
             continue
         seen = state.get(r["alert_id"])
         if r["state"] == "FIRING":
@@ -80,7 +80,7 @@ def test_selection_runs_only_when_ovflwmax_is_reached(records):
     armed: dict[str, bool] = {}
     for structure, e, above_before in out:
         if not above_before or (
-            e is not None and e.topic == topics.STRUCTURE and e.record["type"] == "OVERFLOW_MODE_ENDED"
+            e is not None and e.topic == topics.ALERTS and e.record["type"] == "OVERFLOW_MODE_ENDED"
         ):
             armed[structure] = True
         if e is not None and e.topic == topics.OVERFLOW:

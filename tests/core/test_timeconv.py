@@ -74,7 +74,7 @@ def test_iso_keeps_the_millisecond_at_the_far_end():
 
 
 def test_render_time_keeps_the_millisecond():
-    rec = {"type": "X", "state": "FIRING", "structure": "S", "summary": "s", "ts": MAX_MS}
-    assert render.line(topics.STRUCTURE, rec).startswith("23:59:59.999 ")
+    rec = {"type": "X", "state": "FIRING", "subject_kind": "STRUCTURE", "subject": "S", "summary": "s", "ts": MAX_MS}
+    assert render.line(topics.ALERTS, rec).startswith("23:59:59.999 ")
     rec["ts"] = 4_007
-    assert render.line(topics.STRUCTURE, rec).startswith("00:00:04.007 ")
+    assert render.line(topics.ALERTS, rec).startswith("00:00:04.007 ")

@@ -247,7 +247,7 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     produce_activity(kafka_bootstrap, prefix, recs)
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
-    alerts = [(r["type"], r["state"]) for t, r in out if t == topics.STRUCTURE]
+    alerts = [(r["type"], r["state"]) for t, r in out if t == topics.ALERTS]
     assert ("STRUCTURE_ALTERED", "INFO") in alerts and ("OVERFLOW_MODE_ENTERED", "FIRING") in alerts
     cands = [r for t, r in out if t == topics.OVERFLOW]
     assert len(cands) == 1
@@ -285,7 +285,7 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
     out = outputs(kafka_bootstrap, prefix)
     depth = [ms(r["ts"]) - T0 for t, r in out if t == topics.PERFORMANCE and r["type"] == "QDEPTH_HIGH"]
     assert depth == [3_000]
-    structure = {(r["type"], ms(r["ts"]) - T0) for t, r in out if t == topics.STRUCTURE}
+    structure = {(r["type"], ms(r["ts"]) - T0) for t, r in out if t == topics.ALERTS}
     assert ("STRUCTURE_NEAR_FULL", 3_000) in structure
     assert all(ts == 3_000 for _, ts in structure)
 
@@ -320,7 +320,7 @@ def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, ka
 
 
 def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
-    """SPEC §8 through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on qmon.events.structure."""
+    """SPEC §8 through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on qmon.events.alerts."""
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     status = {
@@ -343,7 +343,7 @@ def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tm
     )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
-    alerts = [r for t, r in out if t == topics.STRUCTURE]
+    alerts = [r for t, r in out if t == topics.ALERTS]
     assert [(a["type"], a["state"]) for a in alerts] == [("SWITCH_BLOCKED", "FIRING")]  # 099999 wraps to 000000
     assert "CPI70E3" in alerts[0]["message"]
     dead = [r for t, r in out if t == topics.DLQ]
@@ -384,7 +384,7 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
     produce_activity(kafka_bootstrap, prefix, recs)
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
-    alerts = [(r["structure"], r["type"], r["state"], ms(r["ts"]) - T0) for t, r in out if t == topics.STRUCTURE]
+    alerts = [(r["structure"], r["type"], r["state"], ms(r["ts"]) - T0) for t, r in out if t == topics.ALERTS]
     assert sorted(alerts) == [
         ("WOBBLE", "STRUCTURE_NEAR_FULL", "FIRING", 1_079),
         ("WOBBLE", "STRUCTURE_NEAR_FULL", "RESOLVED", 33_005),

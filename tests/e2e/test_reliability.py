@@ -199,9 +199,7 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
     assert done.returncode == 0, done.stderr[-3000:]
     got = [
         r["event_id"]
-        for t, r, _ in consume(
-            kafka_bootstrap, [topics.PERFORMANCE, topics.STRUCTURE], prefix=prefix, idle=5, timeout=120
-        )
+        for t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE, topics.ALERTS], prefix=prefix, idle=5, timeout=120)
     ]
     settings = MonitorSettings(
         perfmev="ENABLED",

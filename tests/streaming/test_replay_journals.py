@@ -51,7 +51,7 @@ def test_each_journal_alert_through_replay(replay_factory):
         ],
         Config.model_validate({"monitor": {"journal_near_pct": 90}}),
     )
-    alerts = [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.STRUCTURE]
+    alerts = [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.ALERTS]
     assert alerts == [
         ("RECEIVER_NEAR_THRESHOLD", "FIRING", 1_000),
         ("RECEIVER_SWITCHED", "INFO", 2_000),
@@ -82,8 +82,8 @@ def test_two_instances_of_one_library_are_two_journals_through_replay(replay_fac
         ],
         Config.model_validate({"monitor": {"journal_near_pct": 90}}),
     )
-    alerts = [a for a in out if a["topic"] == topics.STRUCTURE]
-    assert [(a["type"], a["state"], a["ts"] - T0, a["structure"]) for a in alerts] == [
+    alerts = [a for a in out if a["topic"] == topics.ALERTS]
+    assert [(a["type"], a["state"], a["ts"] - T0, a["subject"]) for a in alerts] == [
         ("RECEIVER_NEAR_THRESHOLD", "FIRING", 0, "QMPAYLIB/AMQAJRN"),
         ("SWITCH_BLOCKED", "FIRING", 3_000, "QMPAYLIB/AMQBJRN"),
         ("RECEIVER_SWITCHED", "INFO", 4_000, "QMPAYLIB/AMQAJRN"),

@@ -67,7 +67,7 @@ def test_seed_001_outcomes(replay_factory):
     assert all(p["reason"] == "MQRC_Q_SERVICE_INTERVAL_" + p["type"][8:] for p in perf)
     replies = of(out, topics.REPLIES)
     assert len(replies) == 3 and all(r["ok"] for r in replies)
-    stalls = [(s["state"], s["ts"] - T0) for s in of(out, topics.STRUCTURE)]
+    stalls = [(s["state"], s["ts"] - T0) for s in of(out, topics.ALERTS)]
     # one episode: the stall from 11 s; the get at 12 s empties the queue and starts the 30 s hold, but from
     # 24 s the queue goes unserved for more than QSVCINT again (34 s) before the hold ends: the same episode
     assert stalls == [("FIRING", 11_000)]
@@ -82,7 +82,7 @@ def test_stall_fires_from_the_timer_when_the_queue_goes_quiet(replay_factory):
             act(30_000, "PUT", queue="OTHER"),  # only other queues move event time on
         ]
     )
-    [fire] = of(out, topics.STRUCTURE)
+    [fire] = of(out, topics.ALERTS)
     assert (fire["type"], fire["state"], fire["queue"], fire["ts"]) == (
         "QUEUE_STALLED",
         "FIRING",
@@ -145,7 +145,7 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
     got = sorted(
         json.dumps({k: v for k, v in r.items()}, sort_keys=True)
         for r in out
-        if r["topic"] in (topics.PERFORMANCE, topics.STRUCTURE, topics.REPLIES, topics.NOTIFY)
+        if r["topic"] in (topics.PERFORMANCE, topics.ALERTS, topics.REPLIES, topics.NOTIFY)
     )
     final_clock = max(r["ts"] for r in records)
     want = sorted(
@@ -201,7 +201,7 @@ def test_a_queue_first_seen_non_empty_raises_high_and_stalls(replay_factory):
         ]
     )
     assert [(p["type"], p["ts"] - T0) for p in of(out, topics.PERFORMANCE)] == [("QSVCINT_HIGH", 15_000)]
-    assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.STRUCTURE)] == [
+    assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.ALERTS)] == [
         ("QUEUE_STALLED", "FIRING", 11_000)
     ]
 
@@ -213,7 +213,7 @@ def test_a_slow_consumer_is_one_stall_episode(replay_factory):
     records += [act(76_500 + 100 * k, "GET", event_id=f"fast{k}") for k in range(5)]  # served in time, emptied
     records += [act(120_000, "PUT", queue="OTHER")]  # event time moves past the 30 s hold
     out = replay_factory(records)
-    assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.STRUCTURE)] == [
+    assert [(a["type"], a["state"], a["ts"] - T0) for a in of(out, topics.ALERTS)] == [
         ("QUEUE_STALLED", "FIRING", 11_000),
         ("QUEUE_STALLED", "RESOLVED", 106_500),
     ]

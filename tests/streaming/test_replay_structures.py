@@ -57,7 +57,7 @@ def test_alter_overflow_candidates_and_full_through_replay(replay_factory):
     records += [put(200 + i, "1ORDERS", 2048) for i in range(4)]  # 56/80 = 70% at SIZE: overflow mode
     records += [put(300, "1PAYROLL")]  # approved queue: puts rejected
     out = replay_factory(records, CONFIG)
-    alerts = [r for r in out if r["topic"] == topics.STRUCTURE]
+    alerts = [r for r in out if r["topic"] == topics.ALERTS]
     assert [(a["type"], a["state"]) for a in alerts] == [
         ("STRUCTURE_ALTERED", "INFO"),
         ("STRUCTURE_ALTERED", "INFO"),
@@ -81,7 +81,7 @@ def test_structure_full_message_through_replay(replay_factory):
     alerts = [
         (a["type"], a["state"], a["message"])
         for a in out
-        if a["topic"] == topics.STRUCTURE and a["type"].startswith("STRUCTURE_FULL")
+        if a["topic"] == topics.ALERTS and a["type"].startswith("STRUCTURE_FULL")
     ]
     assert alerts == [
         ("STRUCTURE_FULL", "FIRING", "CQS0205E STRUCTURE RSRC1 IS FULL"),
@@ -97,7 +97,7 @@ def _normalise(topic, record):
 def _operator_equals_reference(replay_factory, records) -> list[str]:
     """Replay ``records`` through Spark and assert the structure outputs equal the pure module's; returns them."""
     out = replay_factory(records, CONFIG)
-    got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW))
+    got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in (topics.ALERTS, topics.OVERFLOW))
     want = sorted(
         _normalise(e.topic, e.record)
         for e in run_reference(
@@ -115,7 +115,7 @@ def test_structure_operator_equals_pure_module_over_random_streams(replay_factor
     rng = random.Random(5)
     records = random_structure_stream(rng, n=600)
     got = _operator_equals_reference(replay_factory, records)
-    kinds = {json.loads(g)["type"] for g in got if json.loads(g)["topic"] == topics.STRUCTURE}
+    kinds = {json.loads(g)["type"] for g in got if json.loads(g)["topic"] == topics.ALERTS}
     assert {
         "STRUCTURE_ALTERED",
         "OVERFLOW_MODE_ENTERED",
@@ -154,7 +154,7 @@ def test_long_messages_are_freed_with_their_staging_part_through_replay(replay_f
         records.append(get(10 * i + 5, "5LTERM", None, structure="LONGQ"))
     records.append(put(1_000, "5LTERM", 100, structure="LONGQ"))
     out = replay_factory(records, EXACT)
-    assert [r for r in out if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW)] == []
+    assert [r for r in out if r["topic"] in (topics.ALERTS, topics.OVERFLOW)] == []
 
 
 def test_the_overflow_structure_capacity_is_respected_through_replay(replay_factory):
@@ -183,11 +183,9 @@ def test_thresholds_use_exact_counts_through_replay(replay_factory):
     records = [put(i, "4SERIAL", 1000 * 512, structure="BIG") for i in range(13)]
     records.append(put(20, "4SERIAL", 999 * 512, structure="BIG"))
     below = replay_factory(records, EXACT)
-    assert [r for r in below if r["topic"] in (topics.STRUCTURE, topics.OVERFLOW)] == []
+    assert [r for r in below if r["topic"] in (topics.ALERTS, topics.OVERFLOW)] == []
     at = replay_factory(records + [put(30, "4SERIAL", 100, structure="BIG")], EXACT)
-    assert [(a["type"], a["state"]) for a in at if a["topic"] == topics.STRUCTURE] == [
-        ("OVERFLOW_MODE_ENTERED", "FIRING")
-    ]
+    assert [(a["type"], a["state"]) for a in at if a["topic"] == topics.ALERTS] == [("OVERFLOW_MODE_ENTERED", "FIRING")]
 
 
 def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
@@ -199,7 +197,7 @@ def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
     records += [get(200 + k, "1TRAN", structure="WOBBLE") for k in range(6)]  # 74% from 205 ms ...
     records += [put(60_000, "1OTHER", structure="BIG")]  # ... held 30 s of event time: RESOLVED at 30,205 ms
     out = replay_factory(records, EXACT)
-    assert [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.STRUCTURE] == [
+    assert [(a["type"], a["state"], a["ts"] - T0) for a in out if a["topic"] == topics.ALERTS] == [
         ("STRUCTURE_NEAR_FULL", "FIRING", 79),
         ("STRUCTURE_NEAR_FULL", "RESOLVED", 30_205),
     ]

@@ -26,14 +26,14 @@ import uuid
 from collections.abc import MutableMapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from qmon.connectors import avro
+from qmon.core.config import Config
+from qmon.core.queues import QueueMonitor
+from qmon.core.records import Activity
+from qmon.core.structures import StructureMonitor
+from qmon.core.timeconv import to_ms
 
-from qmon.connectors import avro  # noqa: E402
-from qmon.core.config import Config  # noqa: E402
-from qmon.core.queues import Activity, QueueMonitor  # noqa: E402
-from qmon.core.structures import Op, StructureMonitor  # noqa: E402
-from qmon.core.timeconv import to_ms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class QueuesView(MutableMapping):
@@ -166,7 +166,16 @@ def main() -> int:
             top["queues"] = view
             mon = StructureMonitor(v["structure"], ssettings, top)
         emits = mon.on_activity(
-            Op(v["event_id"], v["qmgr"], v["queue"], v["op"], v["ts"], v["msg_bytes"], v["reason"], None)
+            Activity(
+                v["event_id"],
+                v["qmgr"],
+                v["queue"],
+                v["op"],
+                v["ts"],
+                msg_bytes=v["msg_bytes"],
+                reason=v["reason"],
+                clock=None,
+            )
         )
         view.flush()
         state.set("top", {k: x for k, x in mon.state.items() if k != "queues"})

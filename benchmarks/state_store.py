@@ -16,11 +16,9 @@ import argparse
 import pickle
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
 
 
 def main() -> int:

@@ -15,11 +15,9 @@ import argparse
 import pickle
 import random
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor  # noqa: E402
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
 
 DAY = 86_400_000
 

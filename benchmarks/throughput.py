@@ -31,15 +31,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from qmon.connectors import avro
+from qmon.connectors.broker import LocalKafka
+from qmon.connectors.kafka import client_config, ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.timeconv import to_ms
 
-from qmon.connectors import avro  # noqa: E402
-from qmon.connectors.broker import LocalKafka  # noqa: E402
-from qmon.connectors.kafka import client_config, ensure_topics  # noqa: E402
-from qmon.core import topics  # noqa: E402
-from qmon.core.config import Config  # noqa: E402
-from qmon.core.timeconv import to_ms  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 T0 = 1_700_000_000_000
 
@@ -206,8 +205,9 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     """confluent-kafka consumer -> qmon's pure modules -> producer, one process; partitions merged by ts."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from qmon.core.queues import Activity, QueueMonitor
-    from qmon.core.structures import Op, StructureMonitor
+    from qmon.core.queues import QueueMonitor
+    from qmon.core.records import Activity
+    from qmon.core.structures import StructureMonitor
 
     settings, ssettings = config.monitor_settings(), config.structure_settings()
     src = topics.physical(topics.ACTIVITY, prefix)
@@ -277,7 +277,16 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
                 s = r["structure"]
                 smon = structs.get(s) or structs.setdefault(s, StructureMonitor(s, ssettings))
                 for e in smon.on_activity(
-                    Op(r["event_id"], qm, r["queue"], r["op"], ts, r["msg_bytes"], r["reason"], None)
+                    Activity(
+                        r["event_id"],
+                        qm,
+                        r["queue"],
+                        r["op"],
+                        ts,
+                        msg_bytes=r["msg_bytes"],
+                        reason=r["reason"],
+                        clock=None,
+                    )
                 ):
                     emit(e)
         p.poll(0)

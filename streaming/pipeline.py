@@ -41,37 +41,9 @@ from qmon.connectors.avro import schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
-from qmon.streaming.operators import QUEUES, STRUCTURE  # the operator's units: a queue shard, a structure
+from qmon.streaming.rows import OUTPUT, ROUTED, Kind, Unit
 
 logger = logging.getLogger(__name__)
-
-#: The columns the operator receives; its key is (unit, unit_name, bucket).
-ROUTED_COLUMNS = [
-    "unit",
-    "unit_name",
-    "bucket",
-    "kind",
-    "qmgr",
-    "event_id",
-    "queue",
-    "op",
-    "ts",
-    "depth_after",
-    "msg_bytes",
-    "structure",
-    "reason",
-    "text",
-    "reply",
-    "rank",
-    "src_partition",
-    "src_offset",
-    "clock",
-    "out_topic",
-    "out_key",
-    "out_value",
-]
-
-OUTPUT_SCHEMA = "topic string, key string, value binary, order_ts long, order_seq long, order_idx int"
 
 _MAX_NAME = 48
 # Timestamps qmon accepts: 1970-01-01 .. 9999-12-31 (anything else cannot be a time of day).
@@ -273,43 +245,17 @@ def decode(raw: DataFrame | dict[str, DataFrame], names: dict[str, str]) -> Data
     return dec
 
 
-_ROUTED_TYPES = {
-    "unit": "string",
-    "unit_name": "string",
-    "bucket": "int",
-    "kind": "string",
-    "qmgr": "string",
-    "event_id": "string",
-    "queue": "string",
-    "op": "string",
-    "ts": "long",
-    "depth_after": "long",
-    "msg_bytes": "long",
-    "structure": "string",
-    "reason": "long",
-    "text": "string",
-    "reply": "boolean",
-    "rank": "int",
-    "src_partition": "long",
-    "src_offset": "long",
-    "clock": "long",
-    "out_topic": "string",
-    "out_key": "string",
-    "out_value": "binary",
-}
-
-
 def _routed(**cols: Column) -> Column:
-    """One routed row as a struct with every field of ROUTED_COLUMNS, in order and typed."""
+    """One routed row as a struct with every field of ``rows.ROUTED``, in order and typed."""
     common = {
         "src_partition": F.col("partition").cast("long"),
         "src_offset": F.col("offset").cast("long"),
         "clock": F.unix_millis("timestamp"),
     }  # ms: cheaper to hand to Python than a timestamp
     fields = []
-    for name, typ in _ROUTED_TYPES.items():
-        value = cols.get(name, common.get(name, F.lit(None)))
-        fields.append(value.cast(typ).alias(name))
+    for field in ROUTED.fields:
+        value = cols.get(field.name, common.get(field.name, F.lit(None)))
+        fields.append(value.cast(field.dataType).alias(field.name))
     return F.struct(*fields)
 
 
@@ -346,10 +292,10 @@ def route(
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
     spread = F.pmod(F.col("offset"), F.lit(buckets))
     dead = _routed(
-        unit=F.lit(QUEUES),
+        unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
         bucket=spread,
-        kind=F.lit("P"),
+        kind=F.lit(Kind.PASS.value),
         ts=F.unix_millis("timestamp"),
         rank=F.lit(0),
         out_topic=F.lit(topics.DLQ),
@@ -365,10 +311,10 @@ def route(
         F.col("p.error").alias("message"),
     )
     error_reply = _routed(
-        unit=F.lit(QUEUES),
+        unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
         bucket=spread,
-        kind=F.lit("P"),
+        kind=F.lit(Kind.PASS.value),
         ts=F.unix_millis("rc.ts"),
         rank=F.lit(1),
         out_topic=F.lit(topics.REPLIES),
@@ -389,10 +335,10 @@ def route(
         rank=F.lit(1),
     )
     activity = _routed(
-        unit=F.lit(QUEUES),
+        unit=F.lit(Unit.QUEUES.value),
         unit_name=F.col("ra.qmgr"),
         bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)),
-        kind=F.lit("A"),
+        kind=F.lit(Kind.ACTIVITY.value),
         **fields,
     )
     # the same activity, for its structure's monitor (key: the structure)
@@ -402,20 +348,24 @@ def route(
         chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
         placed = F.coalesce(chosen[F.col("ra.structure")], F.lit(0))
     for_structure = _routed(
-        unit=F.lit(STRUCTURE), unit_name=F.col("ra.structure"), bucket=placed, kind=F.lit("S"), **fields
+        unit=F.lit(Unit.STRUCTURE.value),
+        unit_name=F.col("ra.structure"),
+        bucket=placed,
+        kind=F.lit(Kind.STRUCTURE_ACTIVITY.value),
+        **fields,
     )
 
     def command(bucket: Column, reply_here: Column, command_id: Column | None = None) -> Column:
         return _routed(
-            unit=F.lit(QUEUES),
+            unit=F.lit(Unit.QUEUES.value),
             unit_name=F.col("rc.qmgr"),
             qmgr=F.col("rc.qmgr"),
             bucket=bucket,
-            kind=F.lit("C"),
+            kind=F.lit(Kind.COMMAND.value),
             event_id=F.col("rc.command_id") if command_id is None else command_id,
             queue=F.col("p.name"),
             ts=F.unix_millis("rc.ts"),
-            text=F.col("rc.text"),
+            payload=F.col("rc.text"),
             reply=reply_here,
             rank=F.lit(0),
         )
@@ -441,15 +391,14 @@ def route(
         )
     )
     journal = _routed(
-        unit=F.lit(QUEUES),
+        unit=F.lit(Unit.QUEUES.value),
         unit_name=F.col("rj.qmgr"),
         qmgr=F.col("rj.qmgr"),
         bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
-        kind=F.lit("J"),
+        kind=F.lit(Kind.JOURNAL.value),
         event_id=F.col("rj.event_id"),
-        queue=F.col("rj.library"),
         ts=F.unix_millis("rj.ts"),
-        text=payload,
+        payload=payload,
         reply=F.lit(False),
         rank=F.lit(1),
     )
@@ -485,15 +434,18 @@ def build(
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.
     """
     from qmon.core.structures import StructureSettings
-    from qmon.streaming.operators import MonitorProcessor  # noqa: PLC0415
+    from qmon.streaming import profile
+    from qmon.streaming.operators import MonitorProcessor
+
+    processor = profile.ProfiledMonitorProcessor if profile.ENABLED else MonitorProcessor
 
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names).withWatermark("timestamp", watermark_delay)
     routed = route(dec, names, buckets, structure_buckets)
     events = routed.groupBy("unit", "unit_name", "bucket").transformWithStateInPandas(
-        statefulProcessor=MonitorProcessor(settings, structure_settings or StructureSettings(), ttl_ms),
-        outputStructType=OUTPUT_SCHEMA,
+        statefulProcessor=processor(settings, structure_settings or StructureSettings(), ttl_ms),
+        outputStructType=OUTPUT,
         outputMode="Append",
         timeMode="EventTime",
     )

@@ -22,14 +22,14 @@ FILE = "qmon-placement.json"
 
 def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) -> dict[tuple[str, int], int]:
     """Spark's shuffle partition of key (S, name, bucket) for every name and bucket < tries."""
-    from qmon.streaming.operators import STRUCTURE
+    from qmon.streaming.rows import Unit
 
     if not names:
         return {}
     # an inline table: Spark folds the projection into a local relation on the driver (no job)
     values = ", ".join(f"({_sql_string(n)}, {b})" for n in names for b in range(tries))
     df = spark.sql(
-        f"SELECT n, b, pmod(hash('{STRUCTURE}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)"
+        f"SELECT n, b, pmod(hash('{Unit.STRUCTURE.value}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)"
     )
     return {(r.n, r.b): r.p for r in df.collect()}
 

@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 logger = logging.getLogger(__name__)
 

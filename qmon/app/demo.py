@@ -46,7 +46,7 @@ class View:
         self.depth: dict[tuple[str, str], int] = {}
 
     def on_item(self, item: Any) -> None:
-        from qmon.core.structures import Op
+        from qmon.core.records import Activity
 
         rec = item.value
         if isinstance(rec, bytes):
@@ -57,7 +57,9 @@ class View:
             mon = self.mirror.get(rec.get("structure") or "")
             if mon is not None:
                 mon.on_activity(
-                    Op(rec["event_id"], rec["qmgr"], rec["queue"], rec["op"], rec["ts"], rec.get("msg_bytes"))
+                    Activity(
+                        rec["event_id"], rec["qmgr"], rec["queue"], rec["op"], rec["ts"], msg_bytes=rec.get("msg_bytes")
+                    )
                 )
 
     def on_output(self, topic: str, record: dict[str, Any], text: str) -> None:

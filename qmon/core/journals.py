@@ -39,8 +39,8 @@ none), keeping its open episodes, so their RESOLVED still follow.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, TypedDict
 
 from qmon.core import topics
 from qmon.core.ids import event_id
@@ -110,8 +110,27 @@ def journal_name(library: str, attached: str) -> str:
     return f"{library}/AMQ{parse(attached).instance}JRN"
 
 
-def _migrate(state: dict[str, Any]) -> None:
-    """Re-key state of earlier versions (library -> dict) by journal (``LIB/AMQxJRN`` -> dict), in place."""
+class JournalState(TypedDict):
+    """One journal's state (under ``LIB/AMQxJRN`` in a queue manager shard's ``journals``)."""
+
+    attached: str | None  # the attached receiver
+    ts: int | None  # the newest status applied
+    near_alert_id: str | None  # the firing JOURNAL_RECEIVER_NEAR_THRESHOLD episode, if any
+    blocked_alert_id: str | None  # the firing JOURNAL_RECEIVER_BLOCKED episode, if any
+    exhausted_alert_id: str | None  # the firing JOURNAL_RECEIVER_NAMES_EXHAUSTED episode, if any
+
+
+#: alert-id fields as qmon 0.1 named them (renamed with queue state version 2)
+_OLD_NAMES = {"near": "near_alert_id", "blocked": "blocked_alert_id", "exhausted": "exhausted_alert_id"}
+
+
+def migrate(state: dict[str, Any]) -> None:
+    """State of earlier versions, in place: re-keyed by journal (``LIB/AMQxJRN`` -> dict) where it was keyed
+    by library, and the alert-id fields renamed (``near`` -> ``near_alert_id``, ...)."""
+    for j in state.values():
+        for old, new in _OLD_NAMES.items():
+            if old in j:
+                j[new] = j.pop(old)
     for key in [k for k in state if "/" not in k]:
         j = state.pop(key)
         try:
@@ -132,6 +151,20 @@ class JournalStatus(NamedTuple):
     threshold_kb: int
     receivers: tuple[str, ...]
 
+    @classmethod
+    def of(cls, event_id: str, qmgr: str, ts: int, fields: Mapping[str, Any]) -> JournalStatus:
+        """From a JournalStatus record's journal fields (library, attached, size_kb, threshold_kb, receivers)."""
+        return cls(
+            event_id,
+            qmgr,
+            ts,
+            fields["library"],
+            fields["attached"],
+            int(fields["size_kb"]),
+            int(fields["threshold_kb"]),
+            tuple(fields["receivers"]),
+        )
+
 
 class JournalMonitor:
     """Episodes of the journals of one queue manager (state: journal ``LIB/AMQxJRN`` -> dict)."""
@@ -141,7 +174,7 @@ class JournalMonitor:
         self.state = state
         self.near_pct = near_pct
         if any("/" not in k for k in state):
-            _migrate(state)
+            migrate(state)
 
     def _emit(
         self,
@@ -179,7 +212,13 @@ class JournalMonitor:
         jrn = journal.split("/", 1)[1]  # AMQxJRN
         j = self.state.get(journal)
         if j is None:
-            j = self.state[journal] = {"attached": None, "ts": None, "near": None, "blocked": None, "exhausted": None}
+            j = self.state[journal] = {
+                "attached": None,
+                "ts": None,
+                "near_alert_id": None,
+                "blocked_alert_id": None,
+                "exhausted_alert_id": None,
+            }
         if j["ts"] is not None and s.ts < j["ts"]:
             return []  # stale
         j["ts"] = s.ts
@@ -205,8 +244,8 @@ class JournalMonitor:
         # near threshold
         near = s.threshold_kb > 0 and s.size_kb * 100 >= self.near_pct * s.threshold_kb
         pct = round(100.0 * s.size_kb / s.threshold_kb, 1) if s.threshold_kb > 0 else 0.0
-        if near and j["near"] is None:
-            aid = j["near"] = event_id("near", self.qmgr, lib, s.attached)
+        if near and j["near_alert_id"] is None:
+            aid = j["near_alert_id"] = event_id("near", self.qmgr, lib, s.attached)
             out.append(
                 self._emit(
                     s,
@@ -225,8 +264,8 @@ class JournalMonitor:
                     ),
                 )
             )
-        elif not near and j["near"] is not None:
-            aid, j["near"] = j["near"], None
+        elif not near and j["near_alert_id"] is not None:
+            aid, j["near_alert_id"] = j["near_alert_id"], None
             out.append(
                 self._emit(
                     s,
@@ -244,8 +283,8 @@ class JournalMonitor:
         present = set(s.receivers)
         present.add(s.attached)  # it exists, listed or not: never advise creating it
         blocked = nxt in present
-        if blocked and j["blocked"] is None:
-            aid = j["blocked"] = event_id("blocked", self.qmgr, lib, s.attached)
+        if blocked and j["blocked_alert_id"] is None:
+            aid = j["blocked_alert_id"] = event_id("blocked", self.qmgr, lib, s.attached)
             free = first_free(s.attached, present) or "AMQ" + s.attached[3] + "rnnnnn"
             out.append(
                 self._emit(
@@ -268,8 +307,8 @@ class JournalMonitor:
                     ),
                 )
             )
-        elif not blocked and j["blocked"] is not None:
-            aid, j["blocked"] = j["blocked"], None
+        elif not blocked and j["blocked_alert_id"] is not None:
+            aid, j["blocked_alert_id"] = j["blocked_alert_id"], None
             out.append(
                 self._emit(
                     s,
@@ -282,8 +321,8 @@ class JournalMonitor:
                 )
             )
         exhausted = blocked and first_free(s.attached, present) is None
-        if exhausted and j["exhausted"] is None:
-            aid = j["exhausted"] = event_id("exhausted", self.qmgr, lib, s.attached)
+        if exhausted and j["exhausted_alert_id"] is None:
+            aid = j["exhausted_alert_id"] = event_id("exhausted", self.qmgr, lib, s.attached)
             r = parse(s.attached)
             out.append(
                 self._emit(
@@ -303,8 +342,8 @@ class JournalMonitor:
                     ),
                 )
             )
-        elif not exhausted and j["exhausted"] is not None:
-            aid, j["exhausted"] = j["exhausted"], None
+        elif not exhausted and j["exhausted_alert_id"] is not None:
+            aid, j["exhausted_alert_id"] = j["exhausted_alert_id"], None
             out.append(
                 self._emit(
                     s,

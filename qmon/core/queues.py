@@ -40,14 +40,15 @@ from __future__ import annotations
 import fnmatch
 import logging
 from dataclasses import dataclass
-from typing import Any, NamedTuple, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
 from qmon.core.interest import Registry, listing, work_available
 from qmon.core.interest import matches as _interest_match
-from qmon.core.journals import JournalMonitor, JournalStatus
+from qmon.core.journals import JournalMonitor, JournalState, JournalStatus
+from qmon.core.journals import migrate as migrate_journals
 from qmon.core.mqsc import Command, canonical, split_part
 from qmon.core.reasons import (
     MQRC_Q_DEPTH_HIGH,
@@ -56,14 +57,17 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Emit, SubjectKind
+from qmon.core.records import Activity, Emit, SubjectKind
 from qmon.core.records import alert as _alert
 from qmon.core.records import iso as _iso
 from qmon.core.records import plural as _plural
 
 logger = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+#: the version of a shard's state (``ShardState``); older versions are migrated when loaded (``migrate``).
+#: 1: qmon 0.1.  2: ``svc_timer_start``, ``svc_timer_clock``, ``stall_alert_id`` (were ``timer``, ``timer_clock``,
+#: ``stall``) and the journals' ``*_alert_id`` fields.
+STATE_VERSION = 2
 
 REASON_NAMES = {
     "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),
@@ -86,26 +90,10 @@ MQ_DEFAULTS: dict[str, Any] = {
 }
 
 
-class Activity(NamedTuple):
-    """One validated QueueActivity record, plus where it came from."""
-
-    event_id: str
-    qmgr: str
-    queue: str
-    op: str  # PUT, GET, START
-    ts: int  # event time, epoch ms
-    depth_after: int | None = None
-    msg_bytes: int | None = None
-    structure: str | None = None
-    reason: int | None = None
-    clock: int | None = None  # arrival clock (broker append time); defaults to ts
-    seq: int = 0  # arrival order, for output ordering
-
-
 class QueueState(TypedDict):
     depth: int
-    timer: int | None  # service timer start (event time, ms) or None when OFF
-    timer_clock: int | None  # the same instant on the arrival clock (for the stall timer)
+    svc_timer_start: int | None  # MQ's service timer: when it started (event time, ms), None when OFF
+    svc_timer_clock: int | None  # the same instant on the arrival clock (for the stall deadline)
     attrs: dict[str, Any]  # QSVCIEV (current enabled event), QSVCINT, MAXDEPTH, QDEPTHHI/LO, QDP*EV
     defined: bool  # DEFINE QLOCAL was seen (so a second DEFINE needs REPLACE)
     reset_ts: int | None
@@ -114,10 +102,35 @@ class QueueState(TypedDict):
     deq: int
     last_ts: int  # newest event time seen (for TTL)
     recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.core.dedup)
-    stall: str | None  # alert_id of the firing stall episode
+    stall_alert_id: str | None  # alert_id of the firing QUEUE_STALLED episode
     # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
     # absent in state written before the hold existed
     stall_ok: NotRequired[list[int] | None]
+
+
+class ShardState(TypedDict):
+    """One shard of a queue manager's queues: the value the operator stores per (qmgr, bucket)."""
+
+    v: int  # STATE_VERSION
+    perfmev: str | None  # PERFMEV set by ALTER QMGR (None: the configured default)
+    queues: dict[str, QueueState]
+    interest: NotRequired[dict[str, Any]]  # qmon.core.interest.Registry's state
+    journals: NotRequired[dict[str, JournalState]]  # LIB/AMQxJRN -> its state
+
+
+def migrate(state: dict[str, Any]) -> ShardState:
+    """A shard's state of an earlier version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
+    version = state.get("v")
+    if not isinstance(version, int) or version > STATE_VERSION:
+        raise ValueError(f"queue state has version {version!r}, this qmon reads up to {STATE_VERSION}")
+    if version < 2:
+        for q in state["queues"].values():
+            q["svc_timer_start"] = q.pop("timer")
+            q["svc_timer_clock"] = q.pop("timer_clock")
+            q["stall_alert_id"] = q.pop("stall")
+        migrate_journals(state.get("journals") or {})
+    state["v"] = STATE_VERSION
+    return state  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -159,10 +172,9 @@ class QueueMonitor:
         self.settings = settings
         if state is None:
             state = {"v": STATE_VERSION, "perfmev": None, "queues": {}}
-        if state.get("v") != STATE_VERSION:
-            message = f"queue state of {qmgr} has version {state.get('v')}, this qmon reads {STATE_VERSION}"
-            raise ValueError(message)
-        self.state = state
+        elif state.get("v") != STATE_VERSION:
+            state = migrate(state)  # type: ignore[assignment]
+        self.state: dict[str, Any] = state
         self.queues: dict[str, QueueState] = state["queues"]
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
@@ -192,8 +204,8 @@ class QueueMonitor:
         if q is None:
             q = QueueState(
                 depth=0,
-                timer=None,
-                timer_clock=None,
+                svc_timer_start=None,
+                svc_timer_clock=None,
                 attrs=self.settings.attrs_for(name),
                 defined=False,
                 reset_ts=None,
@@ -202,7 +214,7 @@ class QueueMonitor:
                 deq=0,
                 last_ts=ts,
                 recent={},
-                stall=None,
+                stall_alert_id=None,
                 stall_ok=None,
             )
             self.queues[name] = q
@@ -270,8 +282,8 @@ class QueueMonitor:
                 q["depth"] = max(0, rec.depth_after)
             if was_empty and q["depth"] > 0:
                 out.extend(self._notify(rec.queue, q["depth"], rec.ts, rec.event_id))
-            q["timer"] = rec.ts if q["depth"] > 0 else None
-            q["timer_clock"] = clock if q["depth"] > 0 else None
+            q["svc_timer_start"] = rec.ts if q["depth"] > 0 else None
+            q["svc_timer_clock"] = clock if q["depth"] > 0 else None
             self._reset_stats(q, rec.ts)
             out.extend(self._resolve_stall(rec.queue, q, rec.ts, "the queue manager restarted"))
             return out
@@ -286,22 +298,22 @@ class QueueMonitor:
             before = q["depth"] if rec.depth_after is None else max(0, rec.depth_after - 1)
             after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
             q["depth"] = after
-            if before > 0 and q["timer"] is None:
+            if before > 0 and q["svc_timer_start"] is None:
                 # Seen non-empty with the timer OFF: qmon started against a running queue manager (or
                 # missed the put that filled it).  As at queue-manager start-up (seed 001) the timer runs
                 # from now.
-                q["timer"] = rec.ts
-                q["timer_clock"] = clock
+                q["svc_timer_start"] = rec.ts
+                q["svc_timer_clock"] = clock
             q["enq"] += 1
             q["high_depth"] = max(q["high_depth"], after)
-            if q["timer"] is not None and enabled and a["QSVCIEV"] == "HIGH":
-                elapsed = rec.ts - q["timer"]
+            if q["svc_timer_start"] is not None and enabled and a["QSVCIEV"] == "HIGH":
+                elapsed = rec.ts - q["svc_timer_start"]
                 if elapsed > a["QSVCINT"]:
                     out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
                     a["QSVCIEV"] = "OK"
             if before == 0:
-                q["timer"] = rec.ts
-                q["timer_clock"] = clock
+                q["svc_timer_start"] = rec.ts
+                q["svc_timer_clock"] = clock
                 out.extend(self._notify(rec.queue, after, rec.ts, rec.event_id))
             if enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"]:
                 out.append(self._event(q, rec.queue, "QDEPTH_HIGH", rec.ts, rec.event_id))
@@ -315,9 +327,9 @@ class QueueMonitor:
         q["deq"] += 1
         q["depth"] = after
         # served within its interval (what MQ would call OK), or emptied: the end of a stall episode
-        served = after == 0 or (q["timer"] is not None and rec.ts - q["timer"] <= a["QSVCINT"])
-        if before > 0 and q["timer"] is not None and enabled:
-            elapsed = rec.ts - q["timer"]
+        served = after == 0 or (q["svc_timer_start"] is not None and rec.ts - q["svc_timer_start"] <= a["QSVCINT"])
+        if before > 0 and q["svc_timer_start"] is not None and enabled:
+            elapsed = rec.ts - q["svc_timer_start"]
             if elapsed > a["QSVCINT"] and a["QSVCIEV"] == "HIGH":
                 out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
                 a["QSVCIEV"] = "OK"
@@ -325,17 +337,17 @@ class QueueMonitor:
                 out.append(self._event(q, rec.queue, "QSVCINT_OK", rec.ts, rec.event_id, elapsed))
                 a["QSVCIEV"] = "HIGH"
         if after > 0:
-            q["timer"] = rec.ts
-            q["timer_clock"] = clock
+            q["svc_timer_start"] = rec.ts
+            q["svc_timer_clock"] = clock
         else:
-            q["timer"] = None
-            q["timer_clock"] = None
+            q["svc_timer_start"] = None
+            q["svc_timer_clock"] = None
         if enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"]:
             out.append(self._event(q, rec.queue, "QDEPTH_LOW", rec.ts, rec.event_id))
             a["QDPLOEV"] = False
             a["QDPHIEV"] = True
             a["QDPMAXEV"] = True
-        if q["stall"] is not None:
+        if q["stall_alert_id"] is not None:
             if not served:
                 q["stall_ok"] = None  # a late get: still not served in time
             elif q.get("stall_ok") is None:
@@ -347,16 +359,16 @@ class QueueMonitor:
 
     def _stall_watched(self, q: QueueState) -> bool:
         return (
-            q["timer"] is not None
+            q["svc_timer_start"] is not None
             and q["depth"] > 0
             and self.perfmev == "ENABLED"
             and q["attrs"]["QSVCIEV"] != "NONE"
-            and q["stall"] is None
+            and q["stall_alert_id"] is None
         )
 
     def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
         out = self._settle_stall(queue, q, now_ts)
-        if self._stall_watched(q) and now_ts - q["timer"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
+        if self._stall_watched(q) and now_ts - q["svc_timer_start"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
             out.append(self._fire_stall(queue, q))
         return out
 
@@ -365,14 +377,14 @@ class QueueMonitor:
         hold if event time ``now_ts`` (or the arrival clock ``clock``) has reached it, unless the queue
         went unserved for longer than QSVCINT again first (a relapse: the same episode goes on)."""
         ok = q.get("stall_ok")
-        if q["stall"] is None or ok is None:
+        if q["stall_alert_id"] is None or ok is None:
             return []
         hold = self.settings.stall_clear_hold_ms
         interval = q["attrs"]["QSVCINT"]
         if clock is None:
-            due, now, start = ok[0] + hold, now_ts, q["timer"]
+            due, now, start = ok[0] + hold, now_ts, q["svc_timer_start"]
         else:
-            due, now, start = ok[1] + hold, clock, q["timer_clock"]
+            due, now, start = ok[1] + hold, clock, q["svc_timer_clock"]
         if q["depth"] > 0 and start is not None and now - start > interval and start + interval < due:
             q["stall_ok"] = None  # relapsed before the hold ended
             return []
@@ -388,12 +400,12 @@ class QueueMonitor:
         )
 
     def _fire_stall(self, queue: str, q: QueueState) -> Emit:
-        start = q["timer"]
+        start = q["svc_timer_start"]
         assert start is not None
         interval = q["attrs"]["QSVCINT"]
         deadline = start + interval
         alert_id = event_id("stall", self.qmgr, queue, start)
-        q["stall"] = alert_id
+        q["stall_alert_id"] = alert_id
         record = _alert(
             event_id("stall-firing", alert_id),
             "QUEUE_STALLED",
@@ -418,11 +430,11 @@ class QueueMonitor:
         return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
 
     def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:
-        alert_id = q["stall"]
+        alert_id = q["stall_alert_id"]
         q["stall_ok"] = None
         if alert_id is None:
             return []
-        q["stall"] = None
+        q["stall_alert_id"] = None
         record = _alert(
             event_id("stall-resolved", alert_id),
             "QUEUE_STALLED",
@@ -444,9 +456,9 @@ class QueueMonitor:
         best: int | None = None
         for q in self.queues.values():
             due = None
-            if self._stall_watched(q) and q["timer_clock"] is not None:
-                due = q["timer_clock"] + q["attrs"]["QSVCINT"] + 1
-            elif q["stall"] is not None and (ok := q.get("stall_ok")) is not None:
+            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+                due = q["svc_timer_clock"] + q["attrs"]["QSVCINT"] + 1
+            elif q["stall_alert_id"] is not None and (ok := q.get("stall_ok")) is not None:
                 due = ok[1] + self.settings.stall_clear_hold_ms  # the end of the hold
             if due is not None and (best is None or due < best):
                 best = due
@@ -458,8 +470,8 @@ class QueueMonitor:
         for name in sorted(self.queues):
             q = self.queues[name]
             out.extend(self._settle_stall(name, q, 0, clock))
-            if self._stall_watched(q) and q["timer_clock"] is not None:
-                if clock - q["timer_clock"] > q["attrs"]["QSVCINT"]:
+            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+                if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
                     out.append(self._fire_stall(name, q))
         return out
 
@@ -604,8 +616,8 @@ class QueueMonitor:
         return (
             q["depth"] == 0
             and not q["defined"]
-            and q["stall"] is None
-            and q["timer"] is None
+            and q["stall_alert_id"] is None
+            and q["svc_timer_start"] is None
             and q["attrs"] == self.settings.attrs_for(name)
         )
 

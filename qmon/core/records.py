@@ -8,6 +8,23 @@ from typing import Any, NamedTuple
 from qmon.core.timeconv import from_ms
 
 
+class Activity(NamedTuple):
+    """One validated QueueActivity record, plus where it came from: what every rule takes (the queue monitor,
+    the structure monitor, the pure reference)."""
+
+    event_id: str
+    qmgr: str
+    queue: str
+    op: str  # PUT, GET, START
+    ts: int  # event time, epoch ms
+    depth_after: int | None = None
+    msg_bytes: int | None = None
+    structure: str | None = None
+    reason: int | None = None
+    clock: int | None = None  # arrival clock (broker append time); defaults to ts
+    seq: int = 0  # arrival order, for output ordering
+
+
 class Emit(NamedTuple):
     """One output record of the rules: its topic, its Kafka key and its fields (one type for every rule)."""
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
-from qmon.core.queues import Activity, Emit, MonitorSettings, QueueMonitor
-from qmon.core.structures import Op, StructureMonitor, StructureSettings
+from qmon.core.queues import Emit, MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
+from qmon.core.structures import StructureMonitor, StructureSettings
 
 
 def run_reference(
@@ -40,21 +41,7 @@ def run_reference(
         if mon is None:
             mon = monitors[qmgr] = QueueMonitor(qmgr, settings)
         if "journal" in rec:
-            j = rec["journal"]
-            out.extend(
-                mon.on_journal(
-                    JournalStatus(
-                        str(rec.get("event_id") or seq),
-                        qmgr,
-                        ts,
-                        j["library"],
-                        j["attached"],
-                        int(j["size_kb"]),
-                        int(j["threshold_kb"]),
-                        tuple(j["receivers"]),
-                    )
-                )
-            )
+            out.extend(mon.on_journal(JournalStatus.of(str(rec.get("event_id") or seq), qmgr, ts, rec["journal"])))
         elif "command" in rec:
             try:
                 cmd = parse_command(split_script(rec["command"])[0])
@@ -62,34 +49,26 @@ def run_reference(
                 continue
             out.extend(mon.on_command(cmd, ts, str(rec.get("command_id") or seq), True))
         else:
-            eid = str(rec.get("event_id") or seq)
-            out.extend(
-                mon.on_activity(
-                    Activity(
-                        eid,
-                        qmgr,
-                        rec["queue"],
-                        rec["op"],
-                        ts,
-                        rec.get("depth_after"),
-                        rec.get("msg_bytes"),
-                        rec.get("structure"),
-                        rec.get("reason"),
-                        ts,
-                        seq,
-                    )
-                )
+            act = Activity(
+                str(rec.get("event_id") or seq),
+                qmgr,
+                rec["queue"],
+                rec["op"],
+                ts,
+                rec.get("depth_after"),
+                rec.get("msg_bytes"),
+                rec.get("structure"),
+                rec.get("reason"),
+                ts,
+                seq,
             )
+            out.extend(mon.on_activity(act))
             name = rec.get("structure")
             if name:
                 smon = structures.get(name)
                 if smon is None:
                     smon = structures[name] = StructureMonitor(name, ssettings)
-                out.extend(
-                    smon.on_activity(
-                        Op(eid, qmgr, rec["queue"], rec["op"], ts, rec.get("msg_bytes"), rec.get("reason"), ts)
-                    )
-                )
+                out.extend(smon.on_activity(act))
     if final_clock is not None:
         for mon in monitors.values():
             out.extend(mon.on_clock(final_clock))

@@ -57,16 +57,26 @@ import fnmatch
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NotRequired, TypedDict
 
 from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
-from qmon.core.records import Emit, SubjectKind, alert
+from qmon.core.records import Activity, Emit, SubjectKind, alert
 
 ELEMENT_BYTES = 512
 MAX_APPROVED = 512
-STATE_VERSION = 2
+#: the version of a structure's state (``StructureState``); older versions are migrated when loaded (``migrate``).
+#: 1: no per-queue FIFO.  2: FIFO runs, ``above``, ``clear``.  3: the firing alerts' ids in ``*_alert_id``
+#: (were ``mode``, ``full``, ``near``, ``ovf_full``).
+STATE_VERSION = 3
+#: the condition (hold key in ``clear``) -> the state field with the id of its firing alert
+ALERT_ID_OF = {
+    "mode": "mode_alert_id",
+    "full": "full_alert_id",
+    "near": "near_alert_id",
+    "ovf_full": "ovf_full_alert_id",
+}
 #: runs of message sizes kept per queue (see _fifo_push); bounded state per queue
 FIFO_MAX_RUNS = 64
 
@@ -220,17 +230,37 @@ class StructureSettings:
         return None
 
 
-class Op(NamedTuple):
-    """One validated activity record as the structure step sees it."""
+class StructureQueueState(TypedDict):
+    """One queue's share of a structure."""
 
-    event_id: str
-    qmgr: str
-    queue: str
-    op: str  # PUT, GET, START
-    ts: int
-    msg_bytes: int | None = None
-    reason: int | None = None
-    clock: int | None = None  # broker append time (arrival clock), ms
+    msgs: int  # messages on the queue
+    el: int  # data elements they hold (ready and staging parts, in whichever structure holds them)
+    ovf: bool  # the queue is in the overflow structure (or approved with none: its puts are rejected)
+    rej: bool  # a put was rejected since it was approved (one OVERFLOW_PUT_REJECTED per queue)
+    fifo: list[list[int]]  # its messages oldest first, as runs [count, ready elements, staging elements]
+    recent: NotRequired[Any]  # remembered event ids (qmon.core.dedup; packed at rest)
+
+
+class StructureState(TypedDict):
+    """One primary structure (and its overflow structure): the value the operator stores per structure."""
+
+    v: int  # STATE_VERSION
+    size_kb: int  # current size (INITSIZE, then as ALTERed)
+    used: int  # data elements in use in the primary
+    ovf_used: int  # data elements in use in the overflow structure
+    queues: dict[str, StructureQueueState]
+    mode_alert_id: str | None  # the overflow-mode episode (OVERFLOW_MODE_ENTERED), if in overflow mode
+    full_alert_id: str | None  # the firing STRUCTURE_FULL episode, if any
+    near_alert_id: str | None  # the firing STRUCTURE_NEAR_FULL episode, if any
+    ovf_full_alert_id: str | None  # the firing OVERFLOW_STRUCTURE_FULL episode, if any
+    next_scan: int | None  # event time of the next overflow-threshold scan (in overflow mode)
+    last_ts: int | None  # newest event time seen
+    last_clock: int | None  # the arrival clock at that time
+    recent: dict[str, int]  # (unused since state 2: ids are remembered per queue)
+    rejected: int  # puts rejected in this overflow-mode episode
+    unknown: bool  # activity named this structure but it is not configured (warned once)
+    above: bool  # usage is at or above OVFLWMAX (selection runs when it is reached from below)
+    clear: dict[str, int]  # condition -> event time since when its clear condition has held (the hold)
 
 
 def _pct(used: int, capacity: int) -> float:
@@ -256,10 +286,10 @@ class StructureMonitor:
                 "used": 0,
                 "ovf_used": 0,
                 "queues": {},
-                "mode": None,
-                "full": None,
-                "near": None,
-                "ovf_full": None,
+                "mode_alert_id": None,
+                "full_alert_id": None,
+                "near_alert_id": None,
+                "ovf_full_alert_id": None,
                 "next_scan": None,
                 "last_ts": None,
                 "last_clock": None,
@@ -269,8 +299,8 @@ class StructureMonitor:
                 "above": False,
                 "clear": {},
             }
-        elif state.get("v", 1) < STATE_VERSION:
-            state = _migrate(state)
+        elif state.get("v", 1) != STATE_VERSION:
+            state = migrate(state)  # type: ignore[assignment]
         self.state = state
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
@@ -333,7 +363,7 @@ class StructureMonitor:
 
     # ---------------------------------------------------------- input
 
-    def _duplicate(self, rec: Op) -> bool:
+    def _duplicate(self, rec: Activity) -> bool:
         """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
         key = rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
         return self.recent.duplicate(self._q(rec.queue), key, rec.ts)
@@ -342,7 +372,7 @@ class StructureMonitor:
         """Make the state compact to store (the remembered event ids of the queues touched)."""
         self.recent.pack()
 
-    def on_activity(self, rec: Op) -> list[Emit]:
+    def on_activity(self, rec: Activity) -> list[Emit]:
         if self.d is None:
             return self._unknown(rec)
         if self._duplicate(rec):
@@ -359,7 +389,7 @@ class StructureMonitor:
             out.extend(self._get(rec))
         return out
 
-    def _unknown(self, rec: Op) -> list[Emit]:
+    def _unknown(self, rec: Activity) -> list[Emit]:
         if self.state["unknown"]:
             return []
         self.state["unknown"] = True
@@ -397,7 +427,7 @@ class StructureMonitor:
         q = self.state["queues"].get(queue)
         return bool(q and q["ovf"] and self.d and self.d.ovflwstr)
 
-    def _put(self, rec: Op) -> list[Emit]:
+    def _put(self, rec: Activity) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
         out: list[Emit] = []
@@ -410,7 +440,7 @@ class StructureMonitor:
                     self._emit(
                         "QUEUE_PUTS_REJECTED",
                         "FIRING",
-                        event_id("rejected", self.name, rec.queue, st["mode"]),
+                        event_id("rejected", self.name, rec.queue, st["mode_alert_id"]),
                         "CRITICAL",
                         rec.ts,
                         rec.event_id,
@@ -436,8 +466,8 @@ class StructureMonitor:
         before = self.usage()
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
-            if st["ovf_full"] is None:
-                aid = st["ovf_full"] = event_id("ovf-full", self.name, rec.event_id)
+            if st["ovf_full_alert_id"] is None:
+                aid = st["ovf_full_alert_id"] = event_id("ovf-full", self.name, rec.event_id)
                 out.append(
                     self._emit(
                         "OVERFLOW_STRUCTURE_FULL",
@@ -465,8 +495,8 @@ class StructureMonitor:
             return out
         if primary_need and st["used"] + primary_need > self.capacity:
             st["rejected"] += 1
-            if st["full"] is None:
-                aid = st["full"] = event_id("full", self.name, rec.event_id)
+            if st["full_alert_id"] is None:
+                aid = st["full_alert_id"] = event_id("full", self.name, rec.event_id)
                 out.append(
                     self._emit(
                         "STRUCTURE_FULL",
@@ -521,12 +551,12 @@ class StructureMonitor:
             st["above"] = False
         return []
 
-    def _threshold(self, rec: Op, before: float) -> list[Emit]:
+    def _threshold(self, rec: Activity, before: float) -> list[Emit]:
         """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
         d, st = self.d, self.state
         assert d is not None
         out: list[Emit] = []
-        if st["mode"] is not None and not d.ovflwstr:
+        if st["mode_alert_id"] is not None and not d.ovflwstr:
             return out  # without an overflow structure the threshold is not checked again
         if st["size_kb"] < d.size:
             old = st["size_kb"]
@@ -564,8 +594,8 @@ class StructureMonitor:
                 return out
         if d.resource:
             return out  # resource structures never overflow
-        if st["mode"] is None:
-            aid = st["mode"] = event_id("overflow", self.name, rec.event_id)
+        if st["mode_alert_id"] is None:
+            aid = st["mode_alert_id"] = event_id("overflow", self.name, rec.event_id)
             if d.ovflwstr:
                 st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
             out.append(
@@ -601,7 +631,7 @@ class StructureMonitor:
         out.extend(self._select(rec))
         return out
 
-    def _select(self, rec: Op) -> list[Emit]:
+    def _select(self, rec: Activity) -> list[Emit]:
         """§5.3: offer candidates to the overflow exit; one OverflowCandidates record."""
         d, st = self.d, self.state
         assert d is not None
@@ -654,7 +684,7 @@ class StructureMonitor:
                 st["ovf_used"] += q["el"]
         return out
 
-    def _get(self, rec: Op) -> list[Emit]:
+    def _get(self, rec: Activity) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
         q = st["queues"].get(rec.queue)
@@ -688,7 +718,7 @@ class StructureMonitor:
                 st["used"] -= n
                 freed_primary += n
         out: list[Emit] = []
-        if st["mode"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
+        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
             out.extend(self._end_overflow(rec.ts, rec.event_id, before))
         out.extend(self._rearm())
         out.extend(self._near_full(rec, before))
@@ -711,7 +741,7 @@ class StructureMonitor:
         """A rejected put: the structure is full again, so the hold starts over — at this put if usage is
         below the clear level all the same (a message larger than the free space), else when it gets there."""
         clear = self.state.setdefault("clear", {})
-        if self.state[key] is not None and self._clear(key):
+        if self.state[ALERT_ID_OF[key]] is not None and self._clear(key):
             clear[key] = ts
         else:
             clear.pop(key, None)
@@ -722,7 +752,7 @@ class StructureMonitor:
         st = self.state
         clear = st.setdefault("clear", {})
         for key in ("full", "ovf_full", "near"):
-            if st[key] is not None and self._clear(key):
+            if st[ALERT_ID_OF[key]] is not None and self._clear(key):
                 clear.setdefault(key, ts)
             else:
                 clear.pop(key, None)
@@ -740,7 +770,7 @@ class StructureMonitor:
                 continue
             at = since + d.clear_hold_ms
             del st["clear"][key]
-            aid, st[key] = st[key], None
+            aid, st[ALERT_ID_OF[key]] = st[ALERT_ID_OF[key]], None
             usage, src = self.usage(), f"clear@{at}"
             held = f" for {d.clear_hold_ms // 1000} s" if d.clear_hold_ms else ""
             if key == "full":
@@ -803,7 +833,7 @@ class StructureMonitor:
     def _end_overflow(self, ts: int, source: str, before: float) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
-        aid, st["mode"] = st["mode"], None
+        aid, st["mode_alert_id"] = st["mode_alert_id"], None
         st["next_scan"] = None
         st["above"] = False  # out of overflow mode: the next put at or above OVFLWMAX reaches it again
         out: list[Emit] = []
@@ -850,12 +880,12 @@ class StructureMonitor:
             )
         ]
 
-    def _near_full(self, rec: Op, before: float) -> list[Emit]:
+    def _near_full(self, rec: Activity, before: float) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
         usage = self.usage()
-        if st["near"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
-            aid = st["near"] = event_id("near", self.name, rec.event_id)
+        if st["near_alert_id"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
+            aid = st["near_alert_id"] = event_id("near", self.name, rec.event_id)
             return [
                 self._emit(
                     "STRUCTURE_NEAR_FULL",
@@ -919,7 +949,7 @@ class StructureMonitor:
         """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
         st = self.state
         out: list[Emit] = self._resolve_due(now_ts)
-        if st["next_scan"] is not None and st["mode"] is not None and now_ts >= st["next_scan"]:
+        if st["next_scan"] is not None and st["mode_alert_id"] is not None and now_ts >= st["next_scan"]:
             d = self.d
             assert d is not None
             at = st["next_scan"]
@@ -936,7 +966,7 @@ class StructureMonitor:
         if st["last_clock"] is None or st["last_ts"] is None or d is None:
             return None
         due = [since + d.clear_hold_ms for since in st.get("clear", {}).values()]
-        if st["next_scan"] is not None and st["mode"] is not None:
+        if st["next_scan"] is not None and st["mode_alert_id"] is not None:
             due.append(st["next_scan"])
         if not due:
             return None
@@ -950,7 +980,21 @@ class StructureMonitor:
         return self._catch_up(st["last_ts"] + (clock - st["last_clock"]))
 
 
-def _migrate(state: dict[str, Any]) -> dict[str, Any]:
+def migrate(state: dict[str, Any]) -> StructureState:
+    """A structure's state of an earlier version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
+    version = state.get("v", 1)
+    if not isinstance(version, int) or version > STATE_VERSION:
+        raise ValueError(f"structure state has version {version!r}, this qmon reads up to {STATE_VERSION}")
+    if version < 2:
+        _migrate_1(state)
+    if version < 3:
+        for old, new in ALERT_ID_OF.items():
+            state[new] = state.pop(old, None)
+    state["v"] = STATE_VERSION
+    return state  # type: ignore[return-value]
+
+
+def _migrate_1(state: dict[str, Any]) -> None:
     """State version 1 (no per-queue FIFO, no ``above``) to 2: a queue's messages become one run of its
     totals, so its gets free the average and the last one the rest.  Version 1 did not link a long
     message's staging part to its ready part, so a ready queue's run takes all of its staging queue's
@@ -968,5 +1012,3 @@ def _migrate(state: dict[str, Any]) -> dict[str, Any]:
             q["fifo"] = [[q["msgs"], q["el"], 0]] if q["msgs"] > 0 else []
     state.setdefault("above", False)
     state.setdefault("clear", {})
-    state["v"] = STATE_VERSION
-    return state

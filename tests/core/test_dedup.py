@@ -3,8 +3,9 @@
 import pickle
 
 from qmon.core.dedup import Recent, pack, unpack
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
-from qmon.core.structures import Op, StructureDef, StructureMonitor, StructureSettings
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
+from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
 
 
 def test_pack_round_trip_keeps_ids_ts_and_order():
@@ -69,7 +70,7 @@ def test_queue_monitor_ignores_a_redelivery_in_a_later_batch():
 def test_structure_monitor_ignores_a_redelivery_in_a_later_batch():
     settings = StructureSettings((StructureDef("MSGQ1", size=1000),))
     mon = StructureMonitor("MSGQ1", settings)
-    put = Op("e1", "IMSA", "Q1", "PUT", 1000, 512)
+    put = Activity("e1", "IMSA", "Q1", "PUT", 1000, msg_bytes=512)
     mon.on_activity(put)
     used = mon.state["used"]
     mon.pack()

@@ -11,7 +11,8 @@ import pytest
 from qmon.core import topics
 from qmon.core.interest import NO_INTEREST_TYPES, Registry, covers_lterm_ready, matches, overlap, refused
 from qmon.core.mqsc import MqscError, parse_command, part_command_id
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
 from qmon.core.reference import run_reference
 from tests.streams import random_stream
 

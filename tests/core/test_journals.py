@@ -190,7 +190,9 @@ def test_state_keyed_by_library_alone_is_migrated_to_the_journal_of_its_attached
         "QMOTHER": {"attached": "AMQA000007", "ts": 1000, "near": None, "blocked": None, "exhausted": None},
     }
     m = JournalMonitor("PAYQM", state)
-    assert set(state) == {"QMPAYLIB/AMQBJRN", "QMOTHER/AMQAJRN"} and state["QMPAYLIB/AMQBJRN"]["near"] == near_id
+    assert (
+        set(state) == {"QMPAYLIB/AMQBJRN", "QMOTHER/AMQAJRN"} and state["QMPAYLIB/AMQBJRN"]["near_alert_id"] == near_id
+    )
     assert m.on_status(status(attached="AMQB000122", ts=900)) == []  # still stale after the migration
     out = m.on_status(status(attached="AMQB000124", receivers=("AMQB000123", "AMQB000124"), size=5, ts=2000))
     assert kinds(out) == [("RECEIVER_SWITCHED", "INFO"), ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]

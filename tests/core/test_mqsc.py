@@ -14,7 +14,8 @@ from qmon.core.mqsc import (
     split_part,
     split_script,
 )
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
 
 
 def test_seed_example_with_continuations_and_blank_before_parenthesis():

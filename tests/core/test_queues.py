@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from qmon.core import topics
 from qmon.core.mqsc import parse_command
-from qmon.core.queues import Activity, MonitorSettings, QueueMonitor
+from qmon.core.queues import STATE_VERSION, MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
 
 QM = "QM1"
 Q = "MYQUEUE"
@@ -98,9 +101,9 @@ def test_get_that_empties_queue_turns_timer_off():
     f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
     f("PUT", 0)
     f("GET", 1_000)
-    assert f.mon.queues[Q]["timer"] is None
+    assert f.mon.queues[Q]["svc_timer_start"] is None
     assert perf(f("PUT", 50_000)) == []  # timer was OFF: no High on this put
-    assert f.mon.queues[Q]["timer"] == 50_000  # put to an empty queue restarts it
+    assert f.mon.queues[Q]["svc_timer_start"] == 50_000  # put to an empty queue restarts it
 
 
 def test_get_leaving_queue_non_empty_resets_timer():
@@ -108,7 +111,7 @@ def test_get_leaving_queue_non_empty_resets_timer():
     f("PUT", 0)
     f("PUT", 1)
     f("GET", 8_000)
-    assert f.mon.queues[Q]["timer"] == 8_000
+    assert f.mon.queues[Q]["svc_timer_start"] == 8_000
     assert perf(f("GET", 17_000)) == []  # 9 s since the reset by the previous get
 
 
@@ -117,7 +120,7 @@ def test_perfmev_disabled_suppresses_events_but_keeps_timer():
     f = Feed(mon)
     f("PUT", 0)
     assert perf(f("PUT", 20_000)) == []
-    assert mon.queues[Q]["timer"] == 0
+    assert mon.queues[Q]["svc_timer_start"] == 0
     mon.on_command(parse_command("ALTER QMGR PERFMEV(ENABLED)"), 21_000, "c", reply=False)
     assert f.types("GET", 22_000) == ["QSVCINT_HIGH"]  # enabling takes effect on the next get
 
@@ -151,9 +154,9 @@ def test_start_resets_statistics_and_sets_timer_by_depth():
     f("PUT", 0)
     f("START", 100_000, depth_after=5)
     q = mon.queues[Q]
-    assert (q["timer"], q["depth"], q["enq"], q["reset_ts"], q["high_depth"]) == (100_000, 5, 0, 100_000, 5)
+    assert (q["svc_timer_start"], q["depth"], q["enq"], q["reset_ts"], q["high_depth"]) == (100_000, 5, 0, 100_000, 5)
     f("START", 200_000, depth_after=0)
-    assert mon.queues[Q]["timer"] is None
+    assert mon.queues[Q]["svc_timer_start"] is None
 
 
 def test_alter_qsvciev_sets_state_directly():
@@ -337,7 +340,7 @@ def test_a_queue_first_seen_non_empty_has_a_running_service_timer():
     mon = monitor(qsvciev="HIGH", qsvcint=10_000)
     f = Feed(mon)
     assert f.types("PUT", 0, depth_after=5) == []  # 4 messages were there before: timer from ts 0
-    assert mon.queues[Q]["timer"] == 0
+    assert mon.queues[Q]["svc_timer_start"] == 0
     assert f.types("PUT", 20_000, depth_after=6) == ["QSVCINT_HIGH"]
 
 
@@ -433,3 +436,43 @@ def test_a_relapse_within_the_hold_keeps_the_episode_and_resolves_later():
     f("GET", 3_700, clock=3_700)  # in time and empty: the hold starts at 3,600
     out = [e.record for e in mon.on_clock(33_600)]
     assert [(r["state"], r["ts"]) for r in out] == [("RESOLVED", 33_600)]
+
+
+# ---------------------------------------------------------------- stored state of earlier versions
+
+
+def _as_version_1(state: dict) -> dict:
+    """A shard's state as qmon 0.1 wrote it (state version 1): the old field names."""
+    old = copy.deepcopy(state)
+    old["v"] = 1
+    for q in old["queues"].values():
+        q["timer"], q["timer_clock"], q["stall"] = (
+            q.pop("svc_timer_start"),
+            q.pop("svc_timer_clock"),
+            q.pop("stall_alert_id"),
+        )
+    for j in old.get("journals", {}).values():
+        for k in ("near", "blocked", "exhausted"):
+            j[k] = j.pop(f"{k}_alert_id")
+    return old
+
+
+def test_version_1_state_loads_with_its_running_service_timer_and_firing_stall():
+    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
+    Feed(mon)("PUT", 0, clock=0)
+    [fire] = [e.record for e in mon.on_clock(10_001)]
+    old = _as_version_1(mon.state)
+    assert old["queues"][Q]["timer"] == 0 and old["queues"][Q]["stall"] == fire["alert_id"]
+
+    again = QueueMonitor(QM, MonitorSettings(perfmev="ENABLED"), old)
+    assert again.state["v"] == STATE_VERSION
+    assert again.queues[Q]["svc_timer_start"] == 0 and again.queues[Q]["stall_alert_id"] == fire["alert_id"]
+    records = Feed(again)("GET", 60_000, event_id="after-upgrade")
+    assert [r["type"] for r in perf(records)] == ["QSVCINT_HIGH"]  # the timer kept running across the upgrade
+    [resolved] = [e.record for e in again.on_clock(90_000)]
+    assert (resolved["state"], resolved["alert_id"]) == ("RESOLVED", fire["alert_id"])  # the same episode
+
+
+def test_a_newer_state_version_is_refused_not_misread():
+    with pytest.raises(ValueError, match="version 99"):
+        QueueMonitor(QM, MonitorSettings(), {"v": 99, "perfmev": None, "queues": {}})

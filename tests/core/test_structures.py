@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import pytest
 
 from qmon.core import topics
+from qmon.core.records import Activity
 from qmon.core.structures import (
+    STATE_VERSION,
     ExitRule,
-    Op,
     OverflowExit,
     StructureDef,
     StructureMonitor,
@@ -28,11 +30,11 @@ def mon(exit_rules: tuple[ExitRule, ...] = (), **kw) -> StructureMonitor:
 
 
 def put(m: StructureMonitor, queue: str, nbytes: int = 512, ts: int = 1000, **kw):
-    return m.on_activity(Op(f"e{next(_ids)}", "IMSA", queue, "PUT", ts, nbytes, **kw))
+    return m.on_activity(Activity(f"e{next(_ids)}", "IMSA", queue, "PUT", ts, msg_bytes=nbytes, **kw))
 
 
 def get(m: StructureMonitor, queue: str, nbytes: int | None = 512, ts: int = 2000, **kw):
-    return m.on_activity(Op(f"e{next(_ids)}", "IMSA", queue, "GET", ts, nbytes, **kw))
+    return m.on_activity(Activity(f"e{next(_ids)}", "IMSA", queue, "GET", ts, msg_bytes=nbytes, **kw))
 
 
 def types(emits) -> list[tuple[str, str]]:
@@ -87,14 +89,14 @@ def test_a_get_without_msg_bytes_frees_the_oldest_message_exactly():
 def test_failed_operations_and_start_change_nothing():
     m = mon(size=100)
     put(m, "1TRAN", 512, reason=2053)
-    m.on_activity(Op("s1", "IMSA", "1TRAN", "START", 1000, None))
+    m.on_activity(Activity("s1", "IMSA", "1TRAN", "START", 1000, msg_bytes=None))
     assert m.state["used"] == 0
 
 
 def test_duplicate_event_ids_are_ignored():
     m = mon(size=100)
-    m.on_activity(Op("dup", "IMSA", "1TRAN", "PUT", 1000, 512))
-    m.on_activity(Op("dup", "IMSA", "1TRAN", "PUT", 1000, 512))
+    m.on_activity(Activity("dup", "IMSA", "1TRAN", "PUT", 1000, msg_bytes=512))
+    m.on_activity(Activity("dup", "IMSA", "1TRAN", "PUT", 1000, msg_bytes=512))
     assert m.state["used"] == 1
 
 
@@ -116,7 +118,7 @@ def test_alter_stops_at_size_and_overflow_follows_when_usage_stays_at_or_above_o
     m = mon(size=10, initsize=9)  # 18 elements; alter can add only 2
     out = fill(m, "1TRAN", 13)  # 13/18 = 72.2%: alter to SIZE 10 KB (20 el) -> 65%: below 70, stop
     assert types(out) == [("STRUCTURE_ALTERED", "INFO")]
-    assert m.state["size_kb"] == 10 and m.state["mode"] is None
+    assert m.state["size_kb"] == 10 and m.state["mode_alert_id"] is None
     out = fill(m, "1TRAN", 1)  # 14/20 = 70%: at SIZE -> overflow mode
     assert types(out)[:2] == [("OVERFLOW_MODE_ENTERED", "FIRING"), ("CANDIDATES", "")]
 
@@ -261,11 +263,11 @@ def test_the_overflow_scan_fires_from_the_arrival_clock_when_the_structure_is_qu
     minute = 60_000
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=100, overflow_scan_interval_ms=15 * minute)
     for _ in range(10):
-        m.on_activity(Op(f"e{next(_ids)}", "IMSA", "1BIG", "PUT", 0, 512, clock=5_000))
+        m.on_activity(Activity(f"e{next(_ids)}", "IMSA", "1BIG", "PUT", 0, msg_bytes=512, clock=5_000))
     for _ in range(4):
-        m.on_activity(Op(f"e{next(_ids)}", "IMSA", "1SML", "PUT", 0, 512, clock=5_000))
+        m.on_activity(Activity(f"e{next(_ids)}", "IMSA", "1SML", "PUT", 0, msg_bytes=512, clock=5_000))
     for _ in range(10):
-        m.on_activity(Op(f"e{next(_ids)}", "IMSA", "1BIG", "GET", minute, 512, clock=5_000 + minute))
+        m.on_activity(Activity(f"e{next(_ids)}", "IMSA", "1BIG", "GET", minute, msg_bytes=512, clock=5_000 + minute))
     due = m.next_scan_clock()
     assert due == 5_000 + 15 * minute
     assert m.on_clock(due - 1) == []
@@ -320,8 +322,8 @@ def test_near_full_fires_once_on_the_upward_crossing_and_resolves_a_margin_below
 
 def test_an_unknown_structure_is_reported_once_and_not_accounted():
     m = StructureMonitor("NOPE", StructureSettings())
-    out = m.on_activity(Op("a", "IMSA", "1TRAN", "PUT", 0, 512)) + m.on_activity(
-        Op("b", "IMSA", "1TRAN", "PUT", 0, 512)
+    out = m.on_activity(Activity("a", "IMSA", "1TRAN", "PUT", 0, msg_bytes=512)) + m.on_activity(
+        Activity("b", "IMSA", "1TRAN", "PUT", 0, msg_bytes=512)
     )
     assert types(out) == [("STRUCTURE_UNKNOWN", "INFO")]
 
@@ -330,7 +332,9 @@ def test_event_ids_are_deterministic():
     def run():
         m = mon(size=10)
         return [
-            e.record["event_id"] for i in range(15) for e in m.on_activity(Op(f"x{i}", "IMSA", "1TRAN", "PUT", i, 512))
+            e.record["event_id"]
+            for i in range(15)
+            for e in m.on_activity(Activity(f"x{i}", "IMSA", "1TRAN", "PUT", i, msg_bytes=512))
         ]
 
     assert run() == run() and len(set(run())) == len(run())
@@ -422,7 +426,7 @@ def test_old_state_without_the_fifo_loads_and_frees_the_average():
     m2 = StructureMonitor("MSGQ1", m.settings, state)
     get(m2, "1TRAN", None)
     get(m2, "1TRAN", None)
-    assert m2.state["used"] == 0 and m2.state["v"] == 2
+    assert m2.state["used"] == 0 and m2.state["v"] == 3
 
 
 # ---------------------------------------------------------------- the overflow structure has a size
@@ -482,7 +486,7 @@ def test_thresholds_compare_exact_element_counts_not_rounded_percentages():
     m = mon(size=10_000, initsize=10_000, ovflwmax=70, fullthreshold=100)
     out = fill(m, "1TRAN", 13_999)
     assert round(m.usage(), 1) == 70.0 and not [e for e in out if e.topic == topics.OVERFLOW]
-    assert m.state["mode"] is None
+    assert m.state["mode_alert_id"] is None
     out = fill(m, "1TRAN", 1)  # 14000/20000 = 70% exactly
     assert types(out)[0] == ("OVERFLOW_MODE_ENTERED", "FIRING")
 
@@ -604,3 +608,27 @@ def test_a_full_episode_from_a_message_larger_than_the_free_space_resolves_on_a_
     assert types(out) == [("STRUCTURE_FULL", "FIRING")]
     assert m.next_scan_clock() == 31_000
     assert types(m.on_clock(31_000)) == [("STRUCTURE_FULL_RELIEVED", "RESOLVED")]
+
+
+def test_version_2_state_loads_and_its_firing_episode_resolves_with_the_same_alert_id():
+    """qmon 0.1 (state version 2) kept the firing alerts' ids in ``mode``, ``full``, ``near``, ``ovf_full``."""
+    m = mon(size=10, ovflwmax=100, fullthreshold=100, resource=True)
+    fill(m, "1TRAN", 20)
+    [full] = fill(m, "1TRAN", 1)
+    old = copy.deepcopy(m.state)
+    old["v"] = 2
+    for key in ("mode", "full", "near", "ovf_full"):
+        old[key] = old.pop(f"{key}_alert_id")
+    assert old["full"] == full.record["alert_id"]
+
+    m2 = StructureMonitor("MSGQ1", m.settings, old)
+    assert m2.state["v"] == STATE_VERSION and m2.state["full_alert_id"] == full.record["alert_id"]
+    get(m2, "1TRAN")
+    out = get(m2, "1TRAN")
+    assert types(out)[0] == ("STRUCTURE_FULL_RELIEVED", "RESOLVED")
+    assert out[0].record["alert_id"] == full.record["alert_id"]
+
+
+def test_a_newer_structure_state_version_is_refused():
+    with pytest.raises(ValueError, match="version 99"):
+        StructureMonitor("MSGQ1", mon().settings, {"v": 99})

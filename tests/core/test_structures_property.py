@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from qmon.core import topics
 from qmon.core.config import Config
-from qmon.core.structures import Op, StructureMonitor, at_or_above
+from qmon.core.records import Activity
+from qmon.core.structures import StructureMonitor, at_or_above
 from tests.strategies import structure_streams
 from tests.streams import STRUCTURE_CONFIG
 
@@ -26,7 +27,16 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
             m = monitors[r["structure"]] = StructureMonitor(r["structure"], SETTINGS)
         above = m.d is not None and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
         emits = m.on_activity(
-            Op(r["event_id"], r["qmgr"], r["queue"], r["op"], r["ts"], r["msg_bytes"], r.get("reason"), r["ts"])
+            Activity(
+                r["event_id"],
+                r["qmgr"],
+                r["queue"],
+                r["op"],
+                r["ts"],
+                msg_bytes=r["msg_bytes"],
+                reason=r.get("reason"),
+                clock=r["ts"],
+            )
         )
         out.extend((r["structure"], e, above) for e in emits)
         if not emits:
@@ -96,6 +106,6 @@ def test_getting_everything_that_was_put_frees_everything(records):
     t = max(r["ts"] for r in records) + 1
     for name in sorted(m.state["queues"]):
         while m.state["queues"][name]["fifo"]:
-            m.on_activity(Op(f"drain-{t}", "IMSA", name, "GET", t, None, None, t))
+            m.on_activity(Activity(f"drain-{t}", "IMSA", name, "GET", t, msg_bytes=None, reason=None, clock=t))
             t += 1
     assert m.state["used"] == 0 and m.state["ovf_used"] == 0

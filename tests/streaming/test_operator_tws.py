@@ -4,7 +4,6 @@ what the adapter adds: loading and storing state, the one event-time timer per k
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 import pandas as pd
@@ -19,8 +18,9 @@ from qmon.core import topics  # noqa: E402
 from qmon.core.queues import MonitorSettings  # noqa: E402
 from qmon.core.structures import StructureSettings  # noqa: E402
 from qmon.core.timeconv import to_ms  # noqa: E402
+from qmon.streaming import state as stored  # noqa: E402
 from qmon.streaming.operators import MonitorProcessor  # noqa: E402
-from qmon.streaming.pipeline import ROUTED_COLUMNS  # noqa: E402
+from qmon.streaming.rows import ROUTED_COLUMNS  # noqa: E402
 
 KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
 
@@ -63,7 +63,7 @@ def row(kind: str, ts: int, *, seq: int, **fields: Any) -> dict[str, Any]:
 
 
 def command(ts: int, text: str, seq: int) -> dict[str, Any]:
-    return row("C", ts, seq=seq, event_id=f"c{seq}", text=text, reply=True, rank=0)
+    return row("C", ts, seq=seq, event_id=f"c{seq}", payload=text, reply=True, rank=0)
 
 
 def put(ts: int, queue: str, seq: int) -> dict[str, Any]:
@@ -91,11 +91,11 @@ def test_one_event_time_timer_at_the_stall_deadline_fires_and_is_cleared():
         ),
     )
     assert [r["ok"] for topic, r in decoded(out) if topic == topics.REPLIES] == [True, True]
-    assert t.peekValueState("timer", KEY) == (6_001,)  # the put's clock + QSVCINT + 1: the one timer of the key
+    assert t.peekValueState("event_timer", KEY) == (6_001,)  # the put's clock + QSVCINT + 1: the one timer of the key
     assert decoded(t.setWatermark(6_000)) == []  # not yet
     fired = decoded(t.setWatermark(6_001))
     assert [(r["type"], r["state"], to_ms(r["ts"])) for _, r in fired] == [("QUEUE_STALLED", "FIRING", 6_000)]
-    assert t.peekValueState("timer", KEY) is None  # the stall fired: nothing else is due
+    assert t.peekValueState("event_timer", KEY) is None  # the stall fired: nothing else is due
 
 
 def test_the_timer_moves_to_the_earliest_deadline_and_goes_when_nothing_is_watched():
@@ -109,13 +109,13 @@ def test_the_timer_moves_to_the_earliest_deadline_and_goes_when_nothing_is_watch
             put(1_000, "A", 4),
         ),
     )
-    assert t.peekValueState("timer", KEY) == (6_001,)
+    assert t.peekValueState("event_timer", KEY) == (6_001,)
     t.testInPandas(KEY, frame(put(2_000, "B", 5)))
-    assert t.peekValueState("timer", KEY) == (3_001,)  # B's deadline comes first
+    assert t.peekValueState("event_timer", KEY) == (3_001,)  # B's deadline comes first
     get_a = row("A", 2_500, seq=6, event_id="g6", queue="A", op="GET")
     get_b = row("A", 2_600, seq=7, event_id="g7", queue="B", op="GET")
     t.testInPandas(KEY, frame(get_a, get_b))  # both emptied: nothing left to watch
-    assert t.peekValueState("timer", KEY) is None
+    assert t.peekValueState("event_timer", KEY) is None
 
 
 def test_idle_empty_queues_expire_after_the_ttl_and_queues_with_messages_stay():
@@ -126,7 +126,7 @@ def test_idle_empty_queues_expire_after_the_ttl_and_queues_with_messages_stay():
     )
     t.testInPandas(KEY, frame(put(20_000, "NEW.Q", 4)))
     (blob,) = t.peekValueState("shard", KEY)
-    assert set(pickle.loads(blob)["queues"]) == {"FULL.Q", "NEW.Q"}
+    assert set(stored.loads(blob)["queues"]) == {"FULL.Q", "NEW.Q"}
 
 
 def test_dead_letters_and_error_replies_pass_through_untouched():

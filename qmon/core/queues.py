@@ -114,7 +114,7 @@ class ShardState(TypedDict):
     v: int  # STATE_VERSION
     perfmev: str | None  # PERFMEV set by ALTER QMGR (None: the configured default)
     queues: dict[str, QueueState]
-    interest: NotRequired[dict[str, Any]]  # qmon.core.interest.Registry's state
+    interest: NotRequired[dict[str, list[str]]]  # registrations of interest: queue or generic name -> sorted clients
     journals: NotRequired[dict[str, JournalState]]  # LIB/AMQxJRN -> its state
 
 

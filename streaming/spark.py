@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import subprocess
 import sys
-from typing import Any
+import threading
+from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
@@ -43,30 +46,99 @@ def session(
     # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.jars.packages", packages())
-        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    options = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.jars.packages": packages(),
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         # a batch writes RocksDB's changes, not a snapshot (Spark's advice for low latency; compatible
         # with existing checkpoints)
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("QMON_DRIVER_MEMORY", "2g"))
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": os.environ.get("QMON_DRIVER_MEMORY", "2g"),
         # qmon is installed in the interpreter the workers run (editable or from the wheel): no PYTHONPATH
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-    )
-    for k, v in (extra or {}).items():
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        **(extra or {}),
+    }
+    _launch_jvm(options)
+    builder = SparkSession.builder
+    for k, v in options.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+#: What PySpark's driver-side Python workers print on every start (``print`` to their stdout, which Spark
+#: copies to the JVM's stderr): e.g. "Starting Streaming TransformWithStateInPandas Python worker." and
+#: "... Received UDF from JVM: <bound method ...>".  Not errors, not warnings: dropped.
+WORKER_CHATTER = re.compile(rb"^(Starting )?Streaming \w+ Python worker\b")
+
+#: What every start of Spark's JVM prints that tells a qmon user nothing: Ivy's report of the Kafka and Avro
+#: jars it found in its cache, log4j's default-profile notice, and the well-known native-hadoop warning.
+#: Ivy's errors (unresolved dependencies), its downloads on a first start, and every other warning or error
+#: still pass.
+STARTUP_NOISE = re.compile(
+    rb"^(WARNING: Using incubator modules: jdk\.incubator\.vector"
+    rb"|:: loading settings :: url = "
+    rb"|Ivy Default Cache set to: "
+    rb"|The jars for the packages stored in: "
+    rb"|\S+#\S+ added as a dependency\s*$"
+    rb"|:: resolving dependencies :: "
+    rb"|\tconfs: \[default\]\s*$"
+    rb"|\tfound \S+ in \S+\s*$"
+    rb"|:: resolution report :: "
+    rb"|\t:: modules in use:\s*$"
+    rb"|\t\S+ from \S+ in \[default\]\s*$"
+    rb"|\t-+\s*$"
+    rb"|\t\|.*\|\s*$"
+    rb"|:: retrieving :: "
+    rb"|\t\d+ artifacts copied, \d+ already retrieved"
+    rb"|\S+ \S+ WARN NativeCodeLoader: Unable to load native-hadoop library"
+    rb"|Using Spark's default log4j profile: "
+    rb"|Setting default log level to "
+    rb"|To adjust logging level use sc\.setLogLevel)"
+)
+
+
+def _launch_jvm(options: dict[str, str]) -> None:
+    """Start Spark's JVM (unless one runs) with its stderr through ``_forward``, which drops the Python
+    workers' chatter and the start-up noise and passes everything else (Spark's own errors and warnings)
+    to our stderr."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="qmon-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def _forward(stream: IO[bytes]) -> None:
+    """Copy the JVM's stderr to ours, line by line, without the workers' chatter (and the blank line each
+    of those prints leaves after it)."""
+    out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+    dropped = False
+    for line in iter(stream.readline, b""):
+        if WORKER_CHATTER.match(line) or (dropped and not line.strip()):
+            dropped = True
+            continue
+        if STARTUP_NOISE.match(line):
+            continue
+        dropped = False
+        if out is not None:
+            out.write(line)
+            out.flush()
+        else:
+            sys.stderr.write(line.decode(errors="replace"))
 
 
 def shutdown(spark: Any, timeout: float = 30.0) -> None:

@@ -1,0 +1,50 @@
+"""Users of qmon see qmon's own messages: PySpark's Python workers' start-up chatter never reaches them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qmon.streaming.spark import STARTUP_NOISE, WORKER_CHATTER
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_chatter_pattern_matches_what_the_workers_print_and_nothing_of_spark_s_own():
+    assert WORKER_CHATTER.match(b"Starting Streaming TransformWithStateInPandas Python worker.\n")
+    assert WORKER_CHATTER.match(
+        b"Streaming TransformWithStateInPandas Python worker finish init stage of Python runner. "
+        b"Received UDF from JVM: <bound method ...>, received return type of UDF: StructType([]).\n"
+    )
+    assert not WORKER_CHATTER.match(b"26/11/23 08:00:00 ERROR MicroBatchExecution: Query qmon terminated with error\n")
+    assert not WORKER_CHATTER.match(b"WARN Python worker exited unexpectedly (crashed)\n")
+
+
+def test_a_replay_prints_qmon_s_messages_and_none_of_the_workers_chatter(tmp_path: Path) -> None:
+    out = tmp_path / "events.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "qmon", "replay", str(ROOT / "examples" / "payroll.jsonl"), "--output", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Python worker" not in run.stderr and "Received UDF" not in run.stderr, run.stderr[-3000:]
+    assert "Python worker" not in run.stdout
+    assert f"records written to {out}" in run.stderr  # qmon's own message is still there
+    for noise in (":: resolving dependencies", "Ivy Default Cache", "Setting default log level", "NativeCodeLoader"):
+        assert noise not in run.stderr, run.stderr[-3000:]
+
+
+def test_spark_s_start_up_noise_is_recognised_and_ivy_s_errors_are_not():
+    assert STARTUP_NOISE.match(b"\tfound org.apache.kafka#kafka-clients;3.9.2 in central\n")
+    assert STARTUP_NOISE.match(b'Setting default log level to "WARN".\n')
+    assert not STARTUP_NOISE.match(b"\t\t:: org.apache.spark#spark-avro_2.13;9.9.9: not found\n")
+    assert not STARTUP_NOISE.match(b":: problems summary ::\n")
+    assert not STARTUP_NOISE.match(b'Exception in thread "main" java.lang.RuntimeException: [unresolved dependency]\n')

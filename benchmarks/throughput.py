@@ -257,37 +257,25 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
             seen += 1
             qm = r["qmgr"]
             mon = queues.get(qm) or queues.setdefault(qm, QueueMonitor(qm, settings))
-            for e in mon.on_activity(
-                Activity(
-                    r["event_id"],
-                    qm,
-                    r["queue"],
-                    r["op"],
-                    ts,
-                    r["depth_after"],
-                    r["msg_bytes"],
-                    r["structure"],
-                    r["reason"],
-                    None,
-                    off,
-                )
-            ):
+            act = Activity(
+                r["event_id"],
+                qm,
+                r["queue"],
+                r["op"],
+                ts,
+                r["depth_after"],
+                r["msg_bytes"],
+                r["structure"],
+                r["reason"],
+                None,
+                off,
+            )
+            for e in mon.on_activity(act):
                 emit(e)
             if r["structure"]:
                 s = r["structure"]
                 smon = structs.get(s) or structs.setdefault(s, StructureMonitor(s, ssettings))
-                for e in smon.on_activity(
-                    Activity(
-                        r["event_id"],
-                        qm,
-                        r["queue"],
-                        r["op"],
-                        ts,
-                        msg_bytes=r["msg_bytes"],
-                        reason=r["reason"],
-                        clock=None,
-                    )
-                ):
+                for e in smon.on_activity(act):
                     emit(e)
         p.poll(0)
     p.flush(120)

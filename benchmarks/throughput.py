@@ -71,6 +71,10 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     return out
 
 
+#: --shuffle / --input-tasks: the job's shuffle partitions and input tasks (None: the mode's default)
+TUNING: dict[str, Any] = {}
+
+
 def config_for(
     prefix: str, master: str = "local[2]", trigger: str = "1 second", qsvcint: int = 20_000, shuffle: int = 4
 ) -> Config:
@@ -79,7 +83,8 @@ def config_for(
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {
                 "queue_buckets": 4,
-                "shuffle_partitions": shuffle,
+                "shuffle_partitions": TUNING.get("shuffle") or shuffle,
+                "input_tasks": TUNING.get("input_tasks"),
                 "watermark_delay": "0 seconds",
                 "master": master,
                 "trigger": trigger,
@@ -319,21 +324,64 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
     return elapsed, ids, len(outs), breakdown
 
 
-def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path) -> None:
+def _pct(values: list[float], f: float) -> float:
+    return values[min(len(values) - 1, int(f * len(values)))] if values else float("nan")
+
+
+def _lag(bootstrap: str, src: str, progress: dict[str, Any] | None) -> int | None:
+    """Records of ``src`` the query had not read at ``progress`` (its end offsets vs the topic's ends now)."""
+    import json
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    if not progress:
+        return None
+    read: dict[str, int] = {}
+    for source in progress["sources"]:
+        end = source.get("endOffset")
+        offsets = json.loads(end) if isinstance(end, str) else end
+        if offsets and src in offsets:
+            read = {str(k): int(v) for k, v in offsets[src].items()}
+    c = Consumer(client_config(bootstrap, **{"group.id": f"lag-{uuid.uuid4()}"}))
+    try:
+        parts = c.list_topics(src, timeout=10).topics[src].partitions
+        return sum(c.get_watermark_offsets(TopicPartition(src, p), timeout=10)[1] - read.get(str(p), 0) for p in parts)
+    finally:
+        c.close()
+
+
+def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20) -> None:
+    """A sustained-rate run: produce at ``rate`` records/s for ``seconds`` while the job runs (200 ms trigger);
+    report whether it kept up (input lag when production stopped, and its trend), end-to-end latency
+    percentiles and the micro-batches' durations from the query's progress."""
+    from confluent_kafka import Producer
+
     from qmon.streaming.job import start_query
 
     prefix = f"lat{uuid.uuid4().hex[:6]}"
     # events at any rate; one shuffle partition per core: each partition adds fixed cost to every batch
     config = config_for(prefix, trigger="200 ms", qsvcint=max(50, queues // 10), shuffle=2)
     ensure_topics(bootstrap, 2, prefix=prefix)
-    query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
-    time.sleep(15)  # let the query start
+    src = topics.physical(topics.ACTIVITY, prefix)
     rows = workload(rate * seconds, queues, seed=7)
-    from confluent_kafka import Producer
+    query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
+    deadline = time.monotonic() + 120
+    while not query.recentProgress and time.monotonic() < deadline:  # started: its first (empty) batch ran
+        time.sleep(0.5)
+    time.sleep(2)
+    progress: list[dict[str, Any]] = []
+    seen: set[int] = set()
+
+    def collect() -> None:
+        for prog in query.recentProgress:
+            if prog["batchId"] not in seen:
+                seen.add(prog["batchId"])
+                progress.append(prog)
 
     p = Producer(client_config(bootstrap, **{"linger.ms": 5}))
-    src = topics.physical(topics.ACTIVITY, prefix)
     t0 = time.monotonic()
+    lag_samples: list[tuple[float, int]] = []
+    next_sample = t0 + 5
     for i, (k, v) in enumerate(rows):
         due = t0 + i / rate
         while time.monotonic() < due:
@@ -341,8 +389,26 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
         p.produce(src, key=k, value=v)
         if i % 1000 == 0:
             p.poll(0)
+            if time.monotonic() >= next_sample:
+                next_sample += 5
+                collect()
+                lag = _lag(bootstrap, src, query.lastProgress)
+                if lag is not None:
+                    lag_samples.append((time.monotonic() - t0, lag))
     p.flush(60)
-    time.sleep(10)
+    produced_in = time.monotonic() - t0
+    collect()
+    lag_at_end = _lag(bootstrap, src, query.lastProgress)
+    drained = None
+    t_end = time.monotonic()
+    while time.monotonic() - t_end < settle:
+        time.sleep(0.5)
+        lag = _lag(bootstrap, src, query.lastProgress)
+        if lag == 0 and drained is None:
+            drained = time.monotonic() - t_end
+            time.sleep(2)  # the timers' no-data batch
+            break
+    collect()
     query.stop()
     inputs = {avro.decode("QueueActivity", v)["event_id"]: ts for _, v, ts in read_all(bootstrap, [src])}
     lat = []
@@ -353,14 +419,49 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
         if src_ts is not None:
             lat.append(ts - src_ts)
     lat.sort()
-    if not lat:
-        print("latency: no performance events matched")
-        return
-    q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]  # noqa: E731
+    first = min((pr["batchId"] for pr in progress), default=0)  # the query's first batch: plans it, reads nothing
+    data = [pr for pr in progress if pr["numInputRows"] > 0]
+    empty = [pr for pr in progress if pr["numInputRows"] == 0 and pr["batchId"] != first]
+    durations = sorted(pr["durationMs"].get("triggerExecution", 0) / 1000 for pr in data)
+    empty_durations = sorted(pr["durationMs"].get("triggerExecution", 0) / 1000 for pr in empty)
+    sizes = sorted(pr["numInputRows"] for pr in data)
+    third = max(1, len(lag_samples) // 3)
+    early = sum(x for _, x in lag_samples[:third]) / third if lag_samples else 0
+    late = sum(x for _, x in lag_samples[-third:]) / third if lag_samples else 0
+    # kept up: the lag drained soon after production stopped and did not grow beyond a second of input
+    kept_up = drained is not None and drained <= 10 and late <= 1.25 * early + rate
+    print(f"sustained rate {rate:,} records/s for {seconds} s ({produced_in:.1f} s to produce), {queues:,} queues:")
     print(
-        f"latency at {rate} records/s for {seconds} s: {len(lat)} events; p50 {q(0.5)} ms, p95 {q(0.95)} ms, "
-        f"p99 {q(0.99)} ms (input Kafka timestamp -> output Kafka timestamp)"
+        f"  kept up: {'yes' if kept_up else 'NO'} - input lag when production stopped {lag_at_end} records, "
+        + (f"drained {drained:.1f} s later" if drained is not None else f"not drained {settle} s later")
+        + "; lag every 5 s: "
+        + ", ".join(f"{x:,}" for _, x in lag_samples)
     )
+    if lat:
+        print(
+            f"  latency (input Kafka timestamp -> output Kafka timestamp), {len(lat):,} performance events: "
+            f"p50 {_pct(lat, 0.5) / 1000:.2f} s, p95 {_pct(lat, 0.95) / 1000:.2f} s, p99 {_pct(lat, 0.99) / 1000:.2f} s, "
+            f"max {lat[-1] / 1000:.2f} s"
+        )
+    else:
+        print("  latency: no performance events matched")
+    if durations:
+        print(
+            f"  micro-batches with data: {len(data)}, {_pct(sizes, 0.5):,} records each (median); duration "
+            f"p50 {_pct(durations, 0.5):.2f} s, p95 {_pct(durations, 0.95):.2f} s, max {durations[-1]:.2f} s"
+        )
+    if data:
+        parts = sorted({k for pr in data for k in pr["durationMs"]} - {"triggerExecution"})
+        medians = {k: _pct(sorted(pr["durationMs"].get(k, 0) for pr in data), 0.5) for k in parts}
+        print(
+            "  where a data micro-batch's time goes (median ms): "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(medians.items(), key=lambda kv: -kv[1]) if v)
+        )
+    if empty_durations:
+        print(
+            f"  empty micro-batches (timers only): {len(empty)}, duration p50 {_pct(empty_durations, 0.5):.2f} s, "
+            f"max {empty_durations[-1]:.2f} s"
+        )
 
 
 def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> None:
@@ -403,11 +504,30 @@ def main() -> int:
     ap.add_argument("--queues", type=int, default=10_000)
     ap.add_argument("--bootstrap", help="an existing cluster (default: start the local broker)")
     ap.add_argument("--latency", action="store_true")
-    ap.add_argument("--rate", type=int, default=20_000)
-    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument(
+        "--rate", type=int, nargs="+", default=[5_000, 20_000], help="one or more rates, run one after another"
+    )
+    ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--quix-python", help="python of a virtualenv with quixstreams (see benchmarks/quix_app.py)")
+    ap.add_argument(
+        "--operator",
+        choices=["groups", "tws"],
+        default="groups",
+        help="applyInPandasWithState (groups, qmon's) or transformWithStateInPandas (tws)",
+    )
+    ap.add_argument("--shuffle", type=int, help="shuffle partitions (default: 4 for throughput, 2 for latency)")
+    ap.add_argument("--input-tasks", type=int, help="tasks reading the input per batch (default: one per partition)")
+    ap.add_argument("--no-baseline", action="store_true", help="qmon only (when measuring one change)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = ap.parse_args()
+    if args.operator == "tws":
+        os.environ["QMON_OPERATOR"] = "tws"
+    TUNING.update(shuffle=args.shuffle, input_tasks=args.input_tasks)
+    print(
+        f"settings: operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
+        f"{args.input_tasks or 'one per Kafka partition'}" + "".join(f", {c}" for c in args.conf)
+    )
 
     from qmon.streaming.spark import session
 
@@ -423,10 +543,15 @@ def main() -> int:
             "local[2]",
             "qmon-bench",
             shuffle_partitions=4,
-            extra={"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"},
+            extra={
+                "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                "spark.sql.streaming.numRecentProgressUpdates": "2000",
+                **dict(c.split("=", 1) for c in args.conf),
+            },
         )
         if args.latency:
-            latency(spark, bootstrap, args.rate, args.seconds, args.queues, tmp)
+            for rate in args.rate:
+                latency(spark, bootstrap, rate, args.seconds, args.queues, tmp)
             return 0
         prefix = f"bench{uuid.uuid4().hex[:6]}"
         config = config_for(prefix)
@@ -445,17 +570,18 @@ def main() -> int:
             f"Python workers {mem.py / 2**20:,.0f} MiB"
         )
         print(f"  {breakdown}")
-        b_secs, b_ids = baseline(bootstrap, prefix, config, args.records)
-        print(
-            f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
-            f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records"
-        )
-        print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
-        print(
-            "outputs match (same event_ids)"
-            if q_ids == b_ids
-            else f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline"
-        )
+        if not args.no_baseline:
+            b_secs, b_ids = baseline(bootstrap, prefix, config, args.records)
+            print(
+                f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
+                f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records"
+            )
+            print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
+            print(
+                "outputs match (same event_ids)"
+                if q_ids == b_ids
+                else f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline"
+            )
         if args.quix_python:
             quix(bootstrap, prefix, config, args.records, q_ids, tmp, args.quix_python)
         else:

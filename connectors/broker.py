@@ -135,6 +135,7 @@ def free_port() -> int:
 
 
 def _random_cluster_id() -> str:
+    """A KRaft cluster id (a URL-safe base64 UUID; one in 64 starts with "-", hence ``--cluster-id=``)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
@@ -230,7 +231,7 @@ class LocalKafka:
         ]
         if fresh:
             fmt = subprocess.run(
-                [*base, "kafka.tools.StorageTool", "format", "-t", _random_cluster_id(), "-c", str(config)],
+                [*base, "kafka.tools.StorageTool", "format", f"--cluster-id={_random_cluster_id()}", "-c", str(config)],
                 capture_output=True,
                 text=True,
             )

@@ -55,6 +55,7 @@ def start_query(
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         prefix=config.kafka.topic_prefix,
         structure_buckets=placed,
+        input_tasks=config.job.input_tasks,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
     writer = (

@@ -1,22 +1,27 @@
-"""The stateful operator: load state, call the pure rules, reconcile timers, save state.
+"""The stateful operator: load state, call the pure rules, reconcile the unit's timer, save state.
 
-``MonitorProcessor`` is keyed by (unit, unit_name, bucket) and serves two kinds of unit:
+``monitor_groups`` (for ``applyInPandasWithState``) is keyed by (unit, unit_name, bucket) and serves two
+kinds of unit:
 
 * ``QueueUnit`` (unit Q): one shard of a queue manager's queues (see ``qmon.core.queues``);
 * ``StructureUnit`` (unit S): one CF structure (see ``qmon.core.structures``).
 
-One operator for both, so the input is read and shuffled once and the fixed per-batch cost of a
-Python stateful operator (PySpark starts a driver-side worker per operator per batch) is paid
-once.  A unit's whole state is one value (its plain-data state, versioned by the rules and stored as
-MessagePack: ``qmon.streaming.state``), so a batch costs two state-store calls per unit whatever the
-number of queues in it: the fixed per-key cost of Python ``transformWithState`` is paid per shard,
-not per queue.  The rows it receives and returns are declared once in ``qmon.streaming.rows``.
+One operator for both, so the input is read and shuffled once.  A unit's whole state is one value (its
+plain-data state, versioned by the rules and stored as MessagePack: ``qmon.streaming.state``) in Spark's
+``GroupState``; the rows it receives and returns are declared once in ``qmon.streaming.rows``.
 
-Event-time timers (Spark's, not MQ's service timer): at most one per unit, kept in the value state
-``event_timer``, at the arrival-clock time the earliest watched
-queue would stall (Q) or the next overflow scan is due (S).  The watermark runs on the broker's
-append time (``clock``), which only moves forward, so no input record is ever behind it and
-dropped.
+Event-time timeout (Spark's, not MQ's service timer): at most one per unit, at the arrival-clock time the
+earliest watched queue would stall (Q) or the next overflow scan is due (S).  The watermark runs on the
+broker's append time (``clock``), which only moves forward, so no input record is ever behind it and
+dropped.  Spark times a group out when the watermark passes its timeout; a deadline the watermark has
+already reached when a batch's rows have been applied is run at once, in the same call (Spark refuses a
+timeout behind the watermark, and a group with rows is not timed out in that batch).
+
+Why ``applyInPandasWithState`` and not ``transformWithStateInPandas``: measured with qmon's rules (README,
+Benchmarks): it hands each group a zero-copy Arrow slice with its state in the same stream, where the
+other regroups every row in Python and makes socket round trips to a state server per key.
+``MonitorProcessor`` (``transformWithStateInPandas``) is kept beside it, selected with
+``QMON_OPERATOR=tws``, for that comparison.
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from qmon.connectors import avro
@@ -93,32 +99,103 @@ def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+class Slot(Protocol):
+    """Where a unit's state and timer live: Spark's ``GroupState`` or ``transformWithState``'s variables."""
+
+    def load(self) -> bytes | None: ...
+
+    def store(self, blob: bytes, timer_at: int | None) -> None: ...
+
+
+class TwsSlot:
+    """A ``transformWithStateInPandas`` key's value state plus its one event-time timer."""
+
+    def __init__(self, handle: StatefulProcessorHandle, value: Any, event_timer: Any):
+        self.handle, self.value, self.event_timer = handle, value, event_timer
+
+    def load(self) -> bytes | None:
+        return self.value.get()[0] if self.value.exists() else None
+
+    def store(self, blob: bytes, timer_at: int | None) -> None:
+        self.value.update((blob,))
+        reconcile_timer(self.handle, self.event_timer, timer_at)
+
+
+class GroupSlot:
+    """An ``applyInPandasWithState`` group's state: the value and its event-time timeout.
+
+    Spark times a group out when the watermark passes the timeout (strictly), so a deadline ``at`` (due
+    when the watermark reaches it) becomes the timeout ``at - 1``; the timeout is set again in every call
+    (a call that sets none leaves the group without one)."""
+
+    def __init__(self, state: GroupState):
+        self.state = state
+
+    def load(self) -> bytes | None:
+        return self.state.get[0] if self.state.exists else None
+
+    def store(self, blob: bytes, timer_at: int | None) -> None:
+        self.state.update((blob,))
+        if timer_at is not None:
+            self.state.setTimeoutTimestamp(max(timer_at - 1, self.state.getCurrentWatermarkMs(), 1))
+
+
 class _Unit:
     """What both kinds of unit share: their state is one stored value (plus the key's event-time timer)."""
 
-    def __init__(self, settings: Any, handle: StatefulProcessorHandle, value: Any, event_timer: Any):
-        self.settings, self.handle, self.value, self.event_timer = settings, handle, value, event_timer
+    def __init__(self, settings: Any):
+        self.settings = settings
 
     def monitor(self, name: str, state: dict[str, Any] | None) -> Any:
         raise NotImplementedError
 
-    def _load(self, name: str) -> Any:
-        return self.monitor(name, stored.loads(self.value.get()[0]) if self.value.exists() else None)
+    def load(self, name: str, slot: Slot) -> Any:
+        blob = slot.load()
+        return self.monitor(name, stored.loads(blob) if blob is not None else None)
 
-    def _store(self, mon: Any, timer_at: int | None) -> None:
-        mon.pack()
-        self.value.update((stored.dumps(mon.state),))
-        reconcile_timer(self.handle, self.event_timer, timer_at)
-
-    def _save(self, mon: Any) -> None:
+    def due(self, mon: Any) -> int | None:
+        """The arrival-clock time of the unit's next deadline (its Spark timer), or None."""
         raise NotImplementedError
 
-    def expired(self, name: str, watermark: int) -> Iterator[pd.DataFrame]:
+    def store(self, mon: Any, slot: Slot) -> None:
+        mon.pack()
+        slot.store(stored.dumps(mon.state), self.due(mon))
+
+    def settle(self, mon: Any, now_ts: int | None) -> None:
+        """Before the state is stored: what the unit forgets (queues idle past their TTL)."""
+
+    def apply(self, name: str, mon: Any, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
+        """The rules over a key's rows in order: (emits with their order, the newest ts)."""
+        raise NotImplementedError
+
+    def rows(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None = None) -> Iterator[pd.DataFrame]:
+        """A key's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
+        has already reached are run at once, as a timer that fires in the same batch."""
+        passing = pdf["kind"].values == Kind.PASS
+        if passing.any():
+            yield passed_through(pdf[passing])
+            pdf = pdf[~passing]
+            if pdf.empty:
+                return
+        mon = self.load(name, slot)
+        emits, newest = self.apply(name, mon, pdf)
+        if watermark is not None:
+            for _ in range(3):  # a deadline due now; running it may make another one due (rarely)
+                at = self.due(mon)
+                if at is None or at > watermark:
+                    break
+                emits.extend((-1, e.record["ts"], e) for e in mon.on_clock(watermark))
+        self.settle(mon, newest)
+        self.store(mon, slot)
+        if emits:
+            yield encode_emits(emits)
+
+    def expired(self, name: str, slot: Slot, watermark: int) -> Iterator[pd.DataFrame]:
         """The key's event-time timer fired: the monitor's clock reached ``watermark``."""
-        mon = self._load(name)
-        self.event_timer.clear()
+        mon = self.load(name, slot)
         out = mon.on_clock(watermark)
-        self._save(mon)
+        self.settle(mon, None)
+        self.store(mon, slot)
         if out:
             yield encode_emits([(-1, e.record["ts"], e) for e in out])
 
@@ -126,26 +203,21 @@ class _Unit:
 class QueueUnit(_Unit):
     """A shard of one queue manager's queues: ``qmon.core.queues`` (with interest and journals)."""
 
-    def __init__(self, settings: MonitorSettings, ttl_ms: int, handle: StatefulProcessorHandle, value: Any, timer: Any):
-        super().__init__(settings, handle, value, timer)
+    def __init__(self, settings: MonitorSettings, ttl_ms: int):
+        super().__init__(settings)
         self.ttl_ms = ttl_ms
 
     def monitor(self, name: str, state: dict[str, Any] | None) -> QueueMonitor:
         return QueueMonitor(name, self.settings, state)
 
-    def _save(self, mon: QueueMonitor, now_ts: int | None = None) -> None:
+    def due(self, mon: QueueMonitor) -> int | None:
+        return mon.next_stall_clock()
+
+    def settle(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
-        self._store(mon, mon.next_stall_clock())
 
-    def rows(self, qmgr: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
-        passing = pdf["kind"].values == Kind.PASS
-        if passing.any():
-            yield passed_through(pdf[passing])
-            pdf = pdf[~passing]
-            if pdf.empty:
-                return
-        mon = self._load(qmgr)
+    def apply(self, qmgr: str, mon: QueueMonitor, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
         emits: list[tuple[int, int, Emit]] = []
         cols = (
             pdf["kind"].tolist(),
@@ -175,9 +247,7 @@ class QueueUnit(_Unit):
             if out:
                 emits.extend((seq, ts, e) for e in out)
             newest = ts if newest is None or ts > newest else newest
-        self._save(mon, newest)
-        if emits:
-            yield encode_emits(emits)
+        return emits, newest
 
     @staticmethod
     def _command(mon: QueueMonitor, text: str, ts: int, command_id: str, reply: bool) -> list[Emit]:
@@ -194,11 +264,12 @@ class StructureUnit(_Unit):
     def monitor(self, name: str, state: dict[str, Any] | None) -> StructureMonitor:
         return StructureMonitor(name, self.settings, state)
 
-    def _save(self, mon: StructureMonitor) -> None:
-        self._store(mon, mon.next_scan_clock())
+    def due(self, mon: StructureMonitor) -> int | None:
+        return mon.next_scan_clock()
 
-    def rows(self, name: str, pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
-        mon = self._load(name)
+    def apply(
+        self, name: str, mon: StructureMonitor, pdf: pd.DataFrame
+    ) -> tuple[list[tuple[int, int, Emit]], int | None]:
         cols = (
             pdf["event_id"].tolist(),
             pdf["qmgr"].tolist(),
@@ -216,33 +287,52 @@ class StructureUnit(_Unit):
             out = on_activity(Activity(eid, qmgr, queue, op, ts, msg_bytes=nbytes, reason=reason, clock=clock))
             if out:
                 emits.extend((seq, ts, e) for e in out)
-        self._save(mon)
-        if emits:
-            yield encode_emits(emits)
+        return emits, None
 
 
-class MonitorProcessor(StatefulProcessor):
-    """Keyed by (unit, unit_name, bucket): a queue shard (Q, qmgr, bucket) or a structure (S, name, bucket).
-    Each key uses its own state variable ("shard" or "structure") and the shared "event_timer"."""
+class Monitor:
+    """The units of both kinds, and the one function ``applyInPandasWithState`` calls per group."""
 
     def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
-        self.settings = settings
-        self.structure_settings = structure_settings
-        self.ttl_ms = ttl_ms
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        value = StructType([StructField("value", BinaryType())])
-        timer = handle.getValueState("event_timer", StructType([StructField("at", LongType())]))
-        self.queues = QueueUnit(self.settings, self.ttl_ms, handle, handle.getValueState("shard", value), timer)
-        self.structures = StructureUnit(
-            self.structure_settings, handle, handle.getValueState("structure", value), timer
-        )
+        self.queues = QueueUnit(settings, ttl_ms)
+        self.structures = StructureUnit(structure_settings)
 
     def unit(self, key: Any) -> QueueUnit | StructureUnit:
         return self.structures if key[0] == Unit.STRUCTURE else self.queues
 
+    def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        slot = GroupSlot(state)
+        if state.hasTimedOut:
+            yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
+        else:
+            yield from self.unit(key).rows(key[1], sorted_input(pdfs), slot, state.getCurrentWatermarkMs())
+
+
+class MonitorProcessor(StatefulProcessor):
+    """The same units on ``transformWithStateInPandas`` (``QMON_OPERATOR=tws``): keyed like ``Monitor``,
+    each key uses its own state variable ("shard" or "structure") and the shared "event_timer"."""
+
+    def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
+        self.monitor = Monitor(settings, structure_settings, ttl_ms)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        value = StructType([StructField("value", BinaryType())])
+        timer = handle.getValueState("event_timer", StructType([StructField("at", LongType())]))
+        self.slots = {
+            Unit.QUEUES: TwsSlot(handle, handle.getValueState("shard", value), timer),
+            Unit.STRUCTURE: TwsSlot(handle, handle.getValueState("structure", value), timer),
+        }
+
+    def unit(self, key: Any) -> QueueUnit | StructureUnit:
+        return self.monitor.unit(key)
+
+    def slot(self, key: Any) -> TwsSlot:
+        return self.slots[Unit.STRUCTURE if key[0] == Unit.STRUCTURE else Unit.QUEUES]
+
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        yield from self.unit(key).rows(key[1], sorted_input(rows))
+        yield from self.unit(key).rows(key[1], sorted_input(rows), self.slot(key))
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-        yield from self.unit(key).expired(key[1], timerValues.getCurrentWatermarkInMs())
+        slot = self.slot(key)
+        slot.event_timer.clear()
+        yield from self.unit(key).expired(key[1], slot, timerValues.getCurrentWatermarkInMs())

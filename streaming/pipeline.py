@@ -46,6 +46,14 @@ from qmon.streaming.rows import OUTPUT, ROUTED, Kind, Unit
 logger = logging.getLogger(__name__)
 
 _MAX_NAME = 48
+
+#: The column the watermark is defined on: the arrival clock (the broker's timestamp) a century ahead, with
+#: the watermark's delay a century longer.  The watermark's value is the arrival clock's, minus the delay;
+#: but Spark's event-time timeout drops every input row whose watermarked column is behind the watermark,
+#: and across Kafka partitions the arrival clock is not monotone (a batch can read one partition further
+#: than another).  A century ahead, no row is ever behind it: qmon orders records itself, by event time.
+HORIZON = "horizon"
+_CENTURY_DAYS = 36_500
 # Timestamps qmon accepts: 1970-01-01 .. 9999-12-31 (anything else cannot be a time of day).
 _TS_MIN = 0
 _TS_MAX = 253_402_300_799_999
@@ -414,7 +422,8 @@ def route(
         )
         .otherwise(F.array(journal))
     )
-    return dec.select(F.explode(rows).alias("x")).select("x.*")
+    # the watermarked column rides along: Spark's event-time timeout needs it in the operator's input
+    return dec.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
 def build(
@@ -427,28 +436,42 @@ def build(
     prefix: str = "qmon",
     structure_settings: Any = None,
     structure_buckets: dict[str, int] | None = None,
+    input_tasks: int | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.
     """
+    import os
+
+    from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
     from qmon.streaming import profile
-    from qmon.streaming.operators import MonitorProcessor
-
-    processor = profile.ProfiledMonitorProcessor if profile.ENABLED else MonitorProcessor
+    from qmon.streaming.operators import Monitor, MonitorProcessor
+    from qmon.streaming.rows import STATE
 
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
-    dec = decode(raw, names).withWatermark("timestamp", watermark_delay)
+    dec = decode(raw, names)
+    dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
+    dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
+    if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
+        dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets)
-    events = routed.groupBy("unit", "unit_name", "bucket").transformWithStateInPandas(
-        statefulProcessor=processor(settings, structure_settings or StructureSettings(), ttl_ms),
-        outputStructType=OUTPUT,
-        outputMode="Append",
-        timeMode="EventTime",
-    )
+    grouped = routed.groupBy("unit", "unit_name", "bucket")
+    args = (settings, structure_settings or StructureSettings(), ttl_ms)
+    if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison
+        processor = profile.ProfiledMonitorProcessor if profile.ENABLED else MonitorProcessor
+        events = grouped.transformWithStateInPandas(
+            statefulProcessor=processor(*args),
+            outputStructType=OUTPUT,
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    else:
+        monitor = profile.ProfiledMonitor(*args) if profile.ENABLED else Monitor(*args)
+        events = grouped.applyInPandasWithState(monitor, OUTPUT, STATE, "Append", "EventTimeTimeout")
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

@@ -78,3 +78,6 @@ OUTPUT = _fields(
     ("order_idx", IntegerType()),
 )
 OUTPUT_COLUMNS = OUTPUT.fieldNames()
+
+#: A unit's state in Spark (``applyInPandasWithState``): one MessagePack value (``qmon.streaming.state``).
+STATE = _fields(("value", BinaryType()))

@@ -93,6 +93,9 @@ class JobConfig(_Model):
     master: str = "local[*]"
     trigger: str = "1 second"
     shuffle_partitions: int = Field(4, ge=1, le=10_000)
+    input_tasks: int | None = Field(
+        None, ge=1, le=10_000, description="tasks reading the input per batch (default: one per Kafka partition)"
+    )
     queue_buckets: int = Field(8, ge=1, le=4096, description="shards per queue manager; fixed for a checkpoint")
     watermark_delay: str = "5 seconds"
     max_offsets_per_trigger: int | None = Field(None, ge=1)

@@ -290,6 +290,45 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
     assert all(ts == 3_000 for _, ts in structure)
 
 
+def test_a_partition_read_behind_another_loses_no_record(spark, kafka_bootstrap, prefix, tmp_path):
+    """The watermark runs on the broker's append time, which only moves forward within a partition.  A
+    micro-batch that reads one partition further than another puts the watermark ahead of the other's next
+    records, and Spark drops input rows behind the watermark from an event-time stateful operator: qmon's
+    watermarked column is set a century ahead so that none is ever behind it (``pipeline.HORIZON``)."""
+    import time
+
+    from confluent_kafka import Producer
+
+    from qmon.connectors.kafka import client_config
+
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {
+                "queue_buckets": 2,
+                "shuffle_partitions": 2,
+                "watermark_delay": "0 seconds",
+                "max_offsets_per_trigger": 8,
+            },
+            "monitor": {"perfmev": "ENABLED"},
+            "queues": [{"pattern": "*", "maxdepth": 1, "qdepthhi": 100, "qdphiev": "ENABLED"}],
+        }
+    )
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    src = topics.physical(topics.ACTIVITY, prefix)
+    producer = Producer(client_config(kafka_bootstrap))
+    for partition in (0, 1):  # partition 1's records are all appended later than partition 0's
+        for i in range(16):
+            rec = activity(i, "PUT", 1_000 * i, queue=f"P{partition}.Q{i:02d}")
+            producer.produce(src, value=avro.encode("QueueActivity", rec), partition=partition)
+        producer.flush(30)
+        time.sleep(0.5)
+    # 8 records a batch, 4 from each partition: from the first batch on, the watermark is partition 1's
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    high = {r["queue"] for t, r in outputs(kafka_bootstrap, prefix) if t == topics.PERFORMANCE}
+    assert high == {f"P{p}.Q{i:02d}" for p in (0, 1) for i in range(16)}  # every first put: Queue Depth High
+
+
 def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
     """SPEC §6 through the real path: both clients get WorkAvailable when the queue gets work."""
     config = config_for(prefix)

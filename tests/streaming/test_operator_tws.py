@@ -6,21 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import pytest
 
 pytest.importorskip("pyspark.sql.streaming.tws_tester")
 
 from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
 
-from qmon.connectors import avro  # noqa: E402
 from qmon.core import topics  # noqa: E402
 from qmon.core.queues import MonitorSettings  # noqa: E402
 from qmon.core.structures import StructureSettings  # noqa: E402
 from qmon.core.timeconv import to_ms  # noqa: E402
 from qmon.streaming import state as stored  # noqa: E402
 from qmon.streaming.operators import MonitorProcessor  # noqa: E402
-from qmon.streaming.rows import ROUTED_COLUMNS  # noqa: E402
+from tests.streaming.routed import command, decoded, frame, put, row  # noqa: E402
 
 KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
 
@@ -39,45 +37,6 @@ def make_tester(ttl_ms: int = 0) -> TwsTester:
     processor = OneColumnKey(MonitorSettings(), StructureSettings(), ttl_ms)
     # the job's watermark runs on the broker's append time, the routed row's ``clock``
     return TwsTester(processor, timeMode="EventTime", eventTimeExtractor=lambda r: int(r["clock"]))
-
-
-def row(kind: str, ts: int, *, seq: int, **fields: Any) -> dict[str, Any]:
-    """A routed row as ``streaming.pipeline.route`` makes it (clock = ts: rows at or below the watermark,
-    which starts at 0, are late and filtered, as in the job)."""
-    base: dict[str, Any] = dict.fromkeys(ROUTED_COLUMNS)
-    base.update(
-        unit="Q",
-        unit_name="QM1",
-        bucket=0,
-        kind=kind,
-        qmgr="QM1",
-        ts=ts,
-        clock=ts,
-        rank=1,
-        src_partition=0,
-        src_offset=seq,
-        reply=False,
-    )
-    base.update(fields)
-    return base
-
-
-def command(ts: int, text: str, seq: int) -> dict[str, Any]:
-    return row("C", ts, seq=seq, event_id=f"c{seq}", payload=text, reply=True, rank=0)
-
-
-def put(ts: int, queue: str, seq: int) -> dict[str, Any]:
-    return row("A", ts, seq=seq, event_id=f"a{seq}", queue=queue, op="PUT", msg_bytes=100)
-
-
-def frame(*rows: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=ROUTED_COLUMNS)
-
-
-def decoded(out: pd.DataFrame) -> list[tuple[str, dict[str, Any]]]:
-    if out.empty:  # (no output: TwsTester gives a frame without columns)
-        return []
-    return [(t, avro.decode(topics.RECORD_OF[t], bytes(v))) for t, v in zip(out["topic"], out["value"], strict=True)]
 
 
 def test_one_event_time_timer_at_the_stall_deadline_fires_and_is_cleared():

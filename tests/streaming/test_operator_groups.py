@@ -1,0 +1,150 @@
+"""The operator as ``applyInPandasWithState`` calls it, without a query: PySpark's own ``GroupState`` carried from
+call to call the way Spark carries it (value, timeout, watermark).  What the adapter adds: loading and storing
+state, one event-time timeout per group at the unit's next deadline, deadlines already reached run in the same
+call, TTL expiry, and rows it must not touch.  The rules themselves are tested on the pure modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from qmon.core import topics
+from qmon.core.queues import MonitorSettings
+from qmon.core.structures import StructureSettings
+from qmon.core.timeconv import to_ms
+from qmon.streaming import state as stored
+from qmon.streaming.operators import Monitor
+from qmon.streaming.rows import STATE
+from tests.streaming.routed import command, decoded, frame, put, row
+
+KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
+
+
+class Groups:
+    """What Spark keeps for each group between calls: its value and its timeout; the watermark is the batch's."""
+
+    def __init__(self, ttl_ms: int = 0) -> None:
+        self.monitor = Monitor(MonitorSettings(), StructureSettings(), ttl_ms)
+        self.values: dict[Any, tuple[Any, ...]] = {}
+        self.timeouts: dict[Any, int] = {}
+        self.watermark = 0
+
+    def _call(self, key: Any, frames: list[pd.DataFrame], timed_out: bool) -> pd.DataFrame:
+        value = self.values.get(key)
+        state = GroupState(
+            optionalValue=value,  # type: ignore[arg-type]  # (a Row; a tuple reads the same)
+            batchProcessingTimeMs=0,
+            eventTimeWatermarkMs=self.watermark,
+            timeoutConf=GroupStateTimeout.EventTimeTimeout,
+            hasTimedOut=timed_out,
+            watermarkPresent=True,
+            defined=value is not None,
+            updated=False,
+            removed=False,
+            timeoutTimestamp=GroupState.NO_TIMESTAMP,  # Spark clears it for every call: set again or gone
+            keyAsUnsafe=b"",
+            valueSchema=STATE,
+        )
+        out = list(self.monitor(key, iter(frames), state))
+        if state.exists:
+            self.values[key] = state.get
+        if state._timeout_timestamp != GroupState.NO_TIMESTAMP:  # what Spark stores after the call
+            self.timeouts[key] = state._timeout_timestamp
+        else:
+            self.timeouts.pop(key, None)
+        return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+    def rows(self, key: Any, pdf: pd.DataFrame) -> pd.DataFrame:
+        return self._call(key, [pdf], False)
+
+    def advance(self, watermark: int) -> pd.DataFrame:
+        """A batch without rows that moves the watermark: groups whose timeout it passed are called."""
+        self.watermark = watermark
+        due = [k for k, at in self.timeouts.items() if at < watermark]
+        outs = [self._call(k, [], True) for k in due]
+        outs = [o for o in outs if not o.empty]
+        return pd.concat(outs, ignore_index=True) if outs else pd.DataFrame()
+
+    def shard(self, key: Any = KEY) -> dict[str, Any]:
+        return stored.loads(self.values[key][0])
+
+
+def test_one_timeout_at_the_stall_deadline_fires_and_is_cleared():
+    g = Groups()
+    out = g.rows(
+        KEY,
+        frame(
+            command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+            command(1, "ALTER QLOCAL(PAY.IN) QSVCIEV(HIGH) QSVCINT(1000)", 2),
+            put(5_000, "PAY.IN", 3),
+        ),
+    )
+    assert [r["ok"] for topic, r in decoded(out) if topic == topics.REPLIES] == [True, True]
+    # the put's clock + QSVCINT + 1 is due when the watermark reaches it: Spark times out strictly after
+    assert g.timeouts[KEY] == 6_000
+    assert decoded(g.advance(6_000)) == []  # not yet
+    fired = decoded(g.advance(6_001))
+    assert [(r["type"], r["state"], to_ms(r["ts"])) for _, r in fired] == [("QUEUE_STALLED", "FIRING", 6_000)]
+    assert KEY not in g.timeouts  # the stall fired: nothing else is due
+
+
+def test_the_timeout_moves_to_the_earliest_deadline_and_goes_when_nothing_is_watched():
+    g = Groups()
+    g.rows(
+        KEY,
+        frame(
+            command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+            command(1, "ALTER QLOCAL(A) QSVCIEV(HIGH) QSVCINT(5000)", 2),
+            command(1, "ALTER QLOCAL(B) QSVCIEV(HIGH) QSVCINT(1000)", 3),
+            put(1_000, "A", 4),
+        ),
+    )
+    assert g.timeouts[KEY] == 6_000
+    g.rows(KEY, frame(put(2_000, "B", 5)))
+    assert g.timeouts[KEY] == 3_000  # B's deadline comes first
+    get_a = row("A", 2_500, seq=6, event_id="g6", queue="A", op="GET")
+    get_b = row("A", 2_600, seq=7, event_id="g7", queue="B", op="GET")
+    g.rows(KEY, frame(get_a, get_b))  # both emptied: nothing left to watch
+    assert KEY not in g.timeouts
+
+
+def test_a_deadline_the_watermark_already_passed_fires_in_the_same_call():
+    """A group with rows is not timed out in that batch, and Spark refuses a timeout behind the watermark:
+    the stall the watermark has already reached is raised with the rows' own outputs."""
+    g = Groups()
+    g.rows(
+        KEY,
+        frame(
+            command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+            command(1, "ALTER QLOCAL(A) QSVCIEV(HIGH) QSVCINT(1000)", 2),
+            put(1_000, "A", 3),
+        ),
+    )
+    g.watermark = 9_000  # the batch's watermark is long past A's deadline (2,001)
+    out = decoded(g.rows(KEY, frame(put(9_500, "B", 4))))
+    assert [(r["type"], r["state"], r["queue"]) for t, r in out if t == topics.ALERTS] == [
+        ("QUEUE_STALLED", "FIRING", "A")
+    ]
+    assert KEY not in g.timeouts
+
+
+def test_idle_empty_queues_expire_after_the_ttl_and_queues_with_messages_stay():
+    g = Groups(ttl_ms=10_000)
+    g.rows(
+        KEY,
+        frame(put(1, "FULL.Q", 1), put(1, "EMPTY.Q", 2), row("A", 2, seq=3, event_id="g3", queue="EMPTY.Q", op="GET")),
+    )
+    g.rows(KEY, frame(put(20_000, "NEW.Q", 4)))
+    assert set(g.shard()["queues"]) == {"FULL.Q", "NEW.Q"}
+
+
+def test_dead_letters_and_error_replies_pass_through_untouched():
+    g = Groups()
+    value = b"\x00\x01 not Avro, and not to be decoded by the operator"
+    passing = row("P", 7_000, seq=42, out_topic=topics.DLQ, out_key="k", out_value=value, rank=3)
+    out = g.rows(KEY, frame(passing))
+    assert list(out["topic"]) == [topics.DLQ] and bytes(out["value"][0]) == value
+    assert (out["key"][0], out["order_ts"][0], out["order_seq"][0], out["order_idx"][0]) == ("k", 7_000, 42, 3)
+    assert KEY not in g.values  # a batch of pass-through rows loads and stores no state

@@ -208,7 +208,7 @@ class QueueUnit(_Unit):
         self.ttl_ms = ttl_ms
 
     def monitor(self, name: str, state: dict[str, Any] | None) -> QueueMonitor:
-        return QueueMonitor(name, self.settings, state)
+        return QueueMonitor(name, self.settings, state, stored.load_queue)
 
     def due(self, mon: QueueMonitor) -> int | None:
         return mon.next_stall_clock()
@@ -262,7 +262,7 @@ class StructureUnit(_Unit):
     """One CF structure (and its overflow structure): ``qmon.core.structures``."""
 
     def monitor(self, name: str, state: dict[str, Any] | None) -> StructureMonitor:
-        return StructureMonitor(name, self.settings, state)
+        return StructureMonitor(name, self.settings, state, stored.load_queue)
 
     def due(self, mon: StructureMonitor) -> int | None:
         return mon.next_scan_clock()

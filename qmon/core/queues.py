@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
@@ -49,6 +50,7 @@ from qmon.core.interest import Registry, listing, work_available
 from qmon.core.interest import matches as _interest_match
 from qmon.core.journals import JournalMonitor, JournalState, JournalStatus
 from qmon.core.journals import migrate as migrate_journals
+from qmon.core.lazy import Lazy, live
 from qmon.core.mqsc import Command, canonical, split_part
 from qmon.core.reasons import (
     MQRC_Q_DEPTH_HIGH,
@@ -67,7 +69,7 @@ logger = logging.getLogger(__name__)
 #: the version of a shard's state (``ShardState``); older versions are migrated when loaded (``migrate``).
 #: 1: qmon 0.1.  2: ``svc_timer_start``, ``svc_timer_clock``, ``stall_alert_id`` (were ``timer``, ``timer_clock``,
 #: ``stall``) and the journals' ``*_alert_id`` fields.
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 REASON_NAMES = {
     "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),
@@ -116,6 +118,10 @@ class ShardState(TypedDict):
     queues: dict[str, QueueState]
     interest: NotRequired[dict[str, list[str]]]  # registrations of interest: queue or generic name -> sorted clients
     journals: NotRequired[dict[str, JournalState]]  # LIB/AMQxJRN -> its state
+    # queue -> [last_ts, its next deadline on the arrival clock or None, forgettable]: what the shard-wide
+    # passes (the Spark timer, the timer's firing, TTL expiry) need of a queue, so they decode only the
+    # queues concerned (``qmon.core.lazy``); kept for the queues used at every ``pack``
+    index: NotRequired[dict[str, list[Any]]]
 
 
 def migrate(state: dict[str, Any]) -> ShardState:
@@ -124,11 +130,13 @@ def migrate(state: dict[str, Any]) -> ShardState:
     if not isinstance(version, int) or version > STATE_VERSION:
         raise ValueError(f"queue state has version {version!r}, this qmon reads up to {STATE_VERSION}")
     if version < 2:
-        for q in state["queues"].values():
+        for q in state["queues"].values():  # (a version 1 or 2 shard holds its queues as plain maps)
             q["svc_timer_start"] = q.pop("timer")
             q["svc_timer_clock"] = q.pop("timer_clock")
             q["stall_alert_id"] = q.pop("stall")
         migrate_journals(state.get("journals") or {})
+    if version < 3:
+        state.pop("index", None)  # built by the monitor from every queue, once
     state["v"] = STATE_VERSION
     return state  # type: ignore[return-value]
 
@@ -167,16 +175,29 @@ class MonitorSettings:
 class QueueMonitor:
     """The per-queue rules for one shard of one queue manager."""
 
-    def __init__(self, qmgr: str, settings: MonitorSettings, state: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        qmgr: str,
+        settings: MonitorSettings,
+        state: dict[str, Any] | None = None,
+        decode: Callable[[Any], QueueState] | None = None,
+    ):
+        """``decode``: the queues are stored encoded, each decoded when used (``qmon.core.lazy``)."""
         self.qmgr = qmgr
         self.settings = settings
         if state is None:
-            state = {"v": STATE_VERSION, "perfmev": None, "queues": {}}
+            state = {"v": STATE_VERSION, "perfmev": None, "queues": {}, "index": {}}
         elif state.get("v") != STATE_VERSION:
             state = migrate(state)  # type: ignore[assignment]
+        if decode is not None:
+            state["queues"] = Lazy(state["queues"], decode)
         self.state: dict[str, Any] = state
-        self.queues: dict[str, QueueState] = state["queues"]
+        self.queues: MutableMapping[str, QueueState] = state["queues"]
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
+        if "index" not in state:  # a shard stored before the index: every queue, once
+            state["index"] = {}
+            self._touch_all()
+        self.index: dict[str, list[Any]] = state["index"]
 
     # ------------------------------------------------------------ helpers
 
@@ -256,8 +277,16 @@ class QueueMonitor:
         return self.recent.duplicate(q, rec.event_id, rec.ts)
 
     def pack(self) -> None:
-        """Make the state compact to store (the remembered event ids of the queues touched)."""
+        """Make the state compact to store: the remembered event ids of the queues used, packed, and their
+        index entries brought up to date."""
         self.recent.pack()
+        for name, q in live(self.queues).items():
+            self.index[name] = [q["last_ts"], self._due(q), self.forgettable(name, q)]
+
+    def _touch_all(self) -> None:
+        """Use every queue (so that ``pack`` refreshes every index entry): what a shard-wide change needs."""
+        for name in self.queues:
+            self.queues[name]
 
     # ------------------------------------------------------------ activity
 
@@ -451,23 +480,31 @@ class QueueMonitor:
         )
         return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]
 
+    def _due(self, q: QueueState) -> int | None:
+        """The arrival-clock time at which ``on_clock`` has something to do for ``q``, or None: its stall
+        (strictly past QSVCINT), or while a stall fires and the queue is served in time, the end of the hold.
+        (A relapse before the hold ends needs no deadline: the queue's next record, or the end of the hold,
+        sees it first.)"""
+        if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+            return q["svc_timer_clock"] + q["attrs"]["QSVCINT"] + 1
+        if q["stall_alert_id"] is not None and (ok := q.get("stall_ok")) is not None:
+            return ok[1] + self.settings.stall_clear_hold_ms
+        return None
+
     def next_stall_clock(self) -> int | None:
-        """The arrival-clock time at which the earliest watched queue stalls (for a Spark timer)."""
-        best: int | None = None
-        for q in self.queues.values():
-            due = None
-            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
-                due = q["svc_timer_clock"] + q["attrs"]["QSVCINT"] + 1
-            elif q["stall_alert_id"] is not None and (ok := q.get("stall_ok")) is not None:
-                due = ok[1] + self.settings.stall_clear_hold_ms  # the end of the hold
-            if due is not None and (best is None or due < best):
-                best = due
-        return best
+        """The arrival-clock time at which the earliest queue has something due (for a Spark timer)."""
+        used = live(self.queues)
+        dues = [due for name, (_, due, _) in self.index.items() if due is not None and name not in used]
+        dues.extend(due for q in used.values() if (due := self._due(q)) is not None)
+        return min(dues) if dues else None
 
     def on_clock(self, clock: int) -> list[Emit]:
-        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT)."""
+        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT), and
+        resolve or relapse the firing ones whose hold or interval has passed."""
         out = []
-        for name in sorted(self.queues):
+        used = live(self.queues)
+        names = set(used).union(n for n, (_, due, _) in self.index.items() if due is not None and due <= clock)
+        for name in sorted(names):
             q = self.queues[name]
             out.extend(self._settle_stall(name, q, 0, clock))
             if self._stall_watched(q) and q["svc_timer_clock"] is not None:
@@ -483,6 +520,7 @@ class QueueMonitor:
         if cmd.obj == "QMGR" and cmd.verb == "ALTER":
             if "PERFMEV" in cmd.attrs:
                 self.state["perfmev"] = cmd.attrs["PERFMEV"]
+                self._touch_all()  # every queue's stall deadline depends on it
             message = f"AMQ8005I: IBM MQ queue manager {self.qmgr} changed."
         elif cmd.obj == "QMGR" and cmd.verb == "PING":
             message = f"AMQ8018I: Start IBM MQ queue manager {self.qmgr} acknowledged (PING QMGR)."
@@ -623,10 +661,15 @@ class QueueMonitor:
 
     def expire(self, now_ts: int, ttl_ms: int) -> list[str]:
         """Forget idle queues (no activity for ``ttl_ms`` of event time) that are ``forgettable``."""
-        gone = [n for n, q in self.queues.items() if now_ts - q["last_ts"] > ttl_ms and self.forgettable(n, q)]
-        for n in gone:
+        used = live(self.queues)
+        gone = [n for n, q in used.items() if now_ts - q["last_ts"] > ttl_ms and self.forgettable(n, q)]
+        gone.extend(
+            n for n, (last_ts, _, idle) in self.index.items() if idle and now_ts - last_ts > ttl_ms and n not in used
+        )
+        for n in sorted(gone):
             del self.queues[n]
-        return gone
+            self.index.pop(n, None)
+        return sorted(gone)
 
 
 def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:

@@ -62,6 +62,7 @@ from typing import Any, NotRequired, TypedDict
 from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
+from qmon.core.lazy import Lazy
 from qmon.core.records import Activity, Emit, SubjectKind, alert
 
 ELEMENT_BYTES = 512
@@ -248,7 +249,7 @@ class StructureState(TypedDict):
     size_kb: int  # current size (INITSIZE, then as ALTERed)
     used: int  # data elements in use in the primary
     ovf_used: int  # data elements in use in the overflow structure
-    queues: dict[str, StructureQueueState]
+    queues: dict[str, StructureQueueState]  # (each stored encoded by the operator: qmon.core.lazy)
     mode_alert_id: str | None  # the overflow-mode episode (OVERFLOW_MODE_ENTERED), if in overflow mode
     full_alert_id: str | None  # the firing STRUCTURE_FULL episode, if any
     near_alert_id: str | None  # the firing STRUCTURE_NEAR_FULL episode, if any
@@ -274,7 +275,14 @@ def _pct(used: int, capacity: int) -> float:
 class StructureMonitor:
     """The state and rules of one primary structure (and its overflow structure)."""
 
-    def __init__(self, strname: str, settings: StructureSettings, state: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        strname: str,
+        settings: StructureSettings,
+        state: dict[str, Any] | None = None,
+        decode: Callable[[Any], StructureQueueState] | None = None,
+    ):
+        """``decode``: the queues are stored encoded, each decoded when used (``qmon.core.lazy``)."""
         self.name = strname
         self.settings = settings
         self.d = settings.get(strname)
@@ -301,6 +309,8 @@ class StructureMonitor:
             }
         elif state.get("v", 1) != STATE_VERSION:
             state = migrate(state)  # type: ignore[assignment]
+        if decode is not None:
+            state["queues"] = Lazy(state["queues"], decode)
         self.state = state
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 

@@ -350,10 +350,13 @@ def _lag(bootstrap: str, src: str, progress: dict[str, Any] | None) -> int | Non
         c.close()
 
 
-def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20) -> None:
-    """A sustained-rate run: produce at ``rate`` records/s for ``seconds`` while the job runs (200 ms trigger);
-    report whether it kept up (input lag when production stopped, and its trend), end-to-end latency
-    percentiles and the micro-batches' durations from the query's progress."""
+def latency(
+    spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20, warmup: int = 10
+) -> None:
+    """A sustained-rate run: produce at ``rate`` records/s for ``warmup`` + ``seconds`` while the job runs (200 ms
+    trigger); over the last ``seconds`` (the first batches start the Python workers and compile the JVM's
+    code: the warm-up is not counted), report whether it kept up (input lag when production stopped, and
+    its trend), end-to-end latency percentiles and the micro-batches' durations from the query's progress."""
     from confluent_kafka import Producer
 
     from qmon.streaming.job import start_query
@@ -363,7 +366,8 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     config = config_for(prefix, trigger="200 ms", qsvcint=max(50, queues // 10), shuffle=2)
     ensure_topics(bootstrap, 2, prefix=prefix)
     src = topics.physical(topics.ACTIVITY, prefix)
-    rows = workload(rate * seconds, queues, seed=7)
+    rows = workload(rate * (seconds + warmup), queues, seed=7)
+    counted_from = rate * warmup  # records before this one are the warm-up
     query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
     deadline = time.monotonic() + 120
     while not query.recentProgress and time.monotonic() < deadline:  # started: its first (empty) batch ran
@@ -381,12 +385,15 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     p = Producer(client_config(bootstrap, **{"linger.ms": 5}))
     t0 = time.monotonic()
     lag_samples: list[tuple[float, int]] = []
-    next_sample = t0 + 5
+    next_sample = t0 + warmup + 5
     for i, (k, v) in enumerate(rows):
         due = t0 + i / rate
         while time.monotonic() < due:
             time.sleep(0.001)
         p.produce(src, key=k, value=v)
+        if i == counted_from:
+            progress.clear()
+            seen.update(pr["batchId"] for pr in query.recentProgress)  # batches of the warm-up: not counted
         if i % 1000 == 0:
             p.poll(0)
             if time.monotonic() >= next_sample:
@@ -415,8 +422,9 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     for _name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
         rec = avro.decode("PerformanceEvent", value)
         # a performance event's source is the operation that generated it: same ts in the workload
-        src_ts = inputs.get(f"b{to_ms(rec['ts']) - T0}")
-        if src_ts is not None:
+        n = to_ms(rec["ts"]) - T0
+        src_ts = inputs.get(f"b{n}")
+        if src_ts is not None and n >= counted_from:
             lat.append(ts - src_ts)
     lat.sort()
     first = min((pr["batchId"] for pr in progress), default=0)  # the query's first batch: plans it, reads nothing
@@ -430,7 +438,10 @@ def latency(spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tm
     late = sum(x for _, x in lag_samples[-third:]) / third if lag_samples else 0
     # kept up: the lag drained soon after production stopped and did not grow beyond a second of input
     kept_up = drained is not None and drained <= 10 and late <= 1.25 * early + rate
-    print(f"sustained rate {rate:,} records/s for {seconds} s ({produced_in:.1f} s to produce), {queues:,} queues:")
+    print(
+        f"sustained rate {rate:,} records/s for {seconds} s after {warmup} s of warm-up ({produced_in:.1f} s to "
+        f"produce), {queues:,} queues:"
+    )
     print(
         f"  kept up: {'yes' if kept_up else 'NO'} - input lag when production stopped {lag_at_end} records, "
         + (f"drained {drained:.1f} s later" if drained is not None else f"not drained {settle} s later")
@@ -508,6 +519,7 @@ def main() -> int:
         "--rate", type=int, nargs="+", default=[5_000, 20_000], help="one or more rates, run one after another"
     )
     ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--warmup", type=int, default=10, help="seconds at the rate before the measured window")
     ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--quix-python", help="python of a virtualenv with quixstreams (see benchmarks/quix_app.py)")
     ap.add_argument(
@@ -551,7 +563,7 @@ def main() -> int:
         )
         if args.latency:
             for rate in args.rate:
-                latency(spark, bootstrap, rate, args.seconds, args.queues, tmp)
+                latency(spark, bootstrap, rate, args.seconds, args.queues, tmp, warmup=args.warmup)
             return 0
         prefix = f"bench{uuid.uuid4().hex[:6]}"
         config = config_for(prefix)

@@ -21,7 +21,7 @@ Steps:
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. One stateful operator (``streaming.operators.MonitorProcessor``): a queue shard applies
+4. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): a queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
    the input is read and shuffled once, and the fixed per-batch cost of a Python stateful

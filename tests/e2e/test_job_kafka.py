@@ -73,8 +73,9 @@ def outputs(bootstrap: str, prefix: str, idle: float = 4.0) -> list[tuple[str, d
 
 def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_path):
     """Valid and malformed activity, valid and invalid commands: every malformed record is on the DLQ
-    with its reason and its original bytes, every command has a reply, processed + dead-lettered = produced."""
-    config = config_for(prefix)
+    with its reason and its original bytes, every command has a reply, processed + dead-lettered = produced.
+    One task reads every input partition (``job.input_tasks``): nothing is lost to the coalescing."""
+    config = config_for(prefix, input_tasks=1)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     send_commands(kafka_bootstrap, "QM1", ["ALTER QMGR PERFMEV(ENABLED)"], ts=T0, prefix=prefix)
     send_commands(

@@ -31,6 +31,7 @@ import math
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
@@ -82,7 +83,11 @@ def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts."""
     frames = list(rows)
     pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    return pdf.sort_values(["ts", "rank", "src_partition", "src_offset"], kind="stable")
+    # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
+    order = np.lexsort([pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")])
+    if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)
+        return pdf
+    return pdf.take(order)
 
 
 def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +164,8 @@ class _Unit:
 
     def store(self, mon: Any, slot: Slot) -> None:
         mon.pack()
-        slot.store(stored.dumps(mon.state), self.due(mon))
+        dues = [at for at in (self.due(mon), mon.snapshot_due()) if at is not None]
+        slot.store(stored.dumps(mon.state), min(dues) if dues else None)
 
     def settle(self, mon: Any, now_ts: int | None) -> None:
         """Before the state is stored: what the unit forgets (queues idle past their TTL)."""
@@ -186,6 +192,9 @@ class _Unit:
                     break
                 emits.extend((-1, e.record["ts"], e) for e in mon.on_clock(watermark))
         self.settle(mon, newest)
+        newest_clock = pdf["clock"].max()  # (the arrival clock: the snapshot's pace)
+        clock = max(int(newest_clock) if newest_clock == newest_clock else 0, watermark or 0)
+        emits.extend((-1, e.record["ts"], e) for e in mon.snapshot(clock))
         self.store(mon, slot)
         if emits:
             yield encode_emits(emits)
@@ -195,6 +204,7 @@ class _Unit:
         mon = self.load(name, slot)
         out = mon.on_clock(watermark)
         self.settle(mon, None)
+        out.extend(mon.snapshot(watermark))
         self.store(mon, slot)
         if out:
             yield encode_emits([(-1, e.record["ts"], e) for e in out])

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgpack
 
+from qmon.core.dedup import Ids
 from qmon.core.lazy import Lazy
 
 
@@ -27,6 +28,8 @@ class StoredStateError(ValueError):
 def _queues(value: Any) -> Any:
     if isinstance(value, Lazy):  # a unit's queues: each one its own value, re-encoded only if it was used
         return value.encoded(dump_queue)
+    if isinstance(value, Ids):  # remembered ids not packed yet (the monitors pack them before a store)
+        return value.packed()
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
@@ -35,7 +38,7 @@ def dumps(state: dict[str, Any]) -> bytes:
 
 
 #: one Packer for every queue value (``msgpack.packb`` builds a Packer per call: ~10 µs each)
-_packer = msgpack.Packer(use_bin_type=True)
+_packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
 
 def dump_queue(queue: dict[str, Any]) -> bytes:

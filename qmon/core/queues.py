@@ -122,6 +122,8 @@ class ShardState(TypedDict):
     # passes (the Spark timer, the timer's firing, TTL expiry) need of a queue, so they decode only the
     # queues concerned (``qmon.core.lazy``); kept for the queues used at every ``pack``
     index: NotRequired[dict[str, list[Any]]]
+    # the last snapshot's arrival clock, the queues used and forgotten since (``snapshot``)
+    snap: NotRequired[dict[str, Any]]
 
 
 def migrate(state: dict[str, Any]) -> ShardState:
@@ -162,6 +164,7 @@ class MonitorSettings:
     dedup_max: int = 256
     journal_near_pct: int = 90
     stall_clear_hold_ms: int = 30_000  # a stall resolves once the queue has been served in time this long
+    snapshot_interval_ms: int = 0  # at most one snapshot per shard this often (arrival clock); 0: none
 
     def attrs_for(self, queue: str) -> dict[str, Any]:
         attrs = dict(MQ_DEFAULTS)
@@ -669,7 +672,55 @@ class QueueMonitor:
         for n in sorted(gone):
             del self.queues[n]
             self.index.pop(n, None)
+        if gone and self.settings.snapshot_interval_ms > 0:  # the exporter drops their series
+            snap = self._snap()
+            snap["gone"] = sorted(set(snap["gone"]).union(gone))
+            snap["dirty"] = [n for n in snap["dirty"] if n not in gone]
         return sorted(gone)
+
+    # ------------------------------------------------------------ snapshot (gauges: qmon metrics)
+
+    def _snap(self) -> dict[str, Any]:
+        snap: dict[str, Any] = self.state.setdefault("snap", {"at": None, "dirty": [], "gone": []})
+        return snap
+
+    def snapshot(self, clock: int) -> list[Emit]:
+        """The depths of the queues used since the shard's last snapshot, and the queues it forgot, at most
+        once per ``snapshot_interval_ms`` of the arrival clock (a queue that changed in between waits for the
+        next one: ``snapshot_due`` is a deadline of the unit's timer)."""
+        interval = self.settings.snapshot_interval_ms
+        if interval <= 0:
+            return []
+        snap = self._snap()
+        dirty = set(snap["dirty"]).union(live(self.queues))
+        if not dirty and not snap["gone"]:
+            return []
+        if snap["at"] is not None and clock < snap["at"] + interval:
+            snap["dirty"] = sorted(dirty)
+            return []
+        names = sorted(n for n in dirty if n in self.queues)
+        queues = [self.queues[n] for n in names]
+        record = {
+            "event_id": event_id("snapshot", self.qmgr, clock, *names, "", *snap["gone"]),
+            "ts": max((q["last_ts"] for q in queues), default=clock),
+            "qmgr": self.qmgr,
+            "queues": [
+                {"queue": n, "depth": q["depth"], "service_timer_start": q["svc_timer_start"]}
+                for n, q in zip(names, queues, strict=True)
+            ],
+            "forgotten": list(snap["gone"]),
+        }
+        snap.update(at=clock, dirty=[], gone=[])
+        return [Emit(topics.SNAPSHOT, self.qmgr, record)]
+
+    def snapshot_due(self) -> int | None:
+        """The arrival-clock time of the next snapshot, if the shard has changes waiting for it."""
+        snap = self.state.get("snap")
+        if self.settings.snapshot_interval_ms <= 0 or not snap or snap["at"] is None:
+            return None
+        if snap["dirty"] or snap["gone"]:
+            return int(snap["at"]) + self.settings.snapshot_interval_ms
+        return None
 
 
 def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:

@@ -62,7 +62,7 @@ from typing import Any, NotRequired, TypedDict
 from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
-from qmon.core.lazy import Lazy
+from qmon.core.lazy import Lazy, live
 from qmon.core.records import Activity, Emit, SubjectKind, alert
 
 ELEMENT_BYTES = 512
@@ -223,6 +223,7 @@ class StructureSettings:
     overflow_exit: OverflowExit = field(default_factory=OverflowExit)
     dedup_window_ms: int = 10 * 60 * 1000
     dedup_max: int = 256  # per queue, as the queue monitor
+    snapshot_interval_ms: int = 0  # at most one snapshot per structure this often (arrival clock); 0: none
 
     def get(self, strname: str) -> StructureDef | None:
         for s in self.structures:
@@ -244,6 +245,8 @@ class StructureQueueState(TypedDict):
 
 class StructureState(TypedDict):
     """One primary structure (and its overflow structure): the value the operator stores per structure."""
+
+    snap: NotRequired[dict[str, Any]]  # the last snapshot's arrival clock, and whether it changed since
 
     v: int  # STATE_VERSION
     size_kb: int  # current size (INITSIZE, then as ALTERed)
@@ -473,7 +476,7 @@ class StructureMonitor:
         parts = self._split(rec.queue, rec.msg_bytes)
         primary_need = sum(n for name, n in parts if not self._in_overflow_structure(name))
         ovf_need = sum(n for name, n in parts if self._in_overflow_structure(name))
-        before = self.usage()
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
             if st["ovf_full_alert_id"] is None:
@@ -517,8 +520,8 @@ class StructureMonitor:
                         rec.event_id,
                         queue=rec.queue,
                         qmgr=rec.qmgr,
-                        usage_before_pct=before,
-                        usage_after_pct=before,
+                        usage_before_pct=_pct(*before),
+                        usage_after_pct=_pct(*before),
                         size_kb_before=st["size_kb"],
                         size_kb_after=st["size_kb"],
                         message=f"CQS0205E STRUCTURE {self.name} IS FULL",
@@ -561,7 +564,7 @@ class StructureMonitor:
             st["above"] = False
         return []
 
-    def _threshold(self, rec: Activity, before: float) -> list[Emit]:
+    def _threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
         """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
         d, st = self.d, self.state
         assert d is not None
@@ -618,7 +621,7 @@ class StructureMonitor:
                     rec.event_id,
                     queue=rec.queue,
                     qmgr=rec.qmgr,
-                    usage_before_pct=before,
+                    usage_before_pct=_pct(*before),
                     usage_after_pct=self.usage(),
                     size_kb_before=st["size_kb"],
                     size_kb_after=st["size_kb"],
@@ -700,7 +703,7 @@ class StructureMonitor:
         q = st["queues"].get(rec.queue)
         if q is None or not q["fifo"]:
             return []  # no message qmon saw put (activity before qmon started): nothing to free
-        before = self.usage()
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
         want = None
         if rec.msg_bytes is not None:
             split = self._split(rec.queue, rec.msg_bytes)
@@ -761,6 +764,13 @@ class StructureMonitor:
         usage went back up), and resolve those that held ``clear_hold``."""
         st = self.state
         clear = st.setdefault("clear", {})
+        if (
+            not clear
+            and st["full_alert_id"] is None
+            and st["ovf_full_alert_id"] is None
+            and st["near_alert_id"] is None
+        ):
+            return []  # nothing firing, no hold running: nothing to note or resolve
         for key in ("full", "ovf_full", "near"):
             if st[ALERT_ID_OF[key]] is not None and self._clear(key):
                 clear.setdefault(key, ts)
@@ -840,7 +850,7 @@ class StructureMonitor:
                 )
         return out
 
-    def _end_overflow(self, ts: int, source: str, before: float) -> list[Emit]:
+    def _end_overflow(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
         aid, st["mode_alert_id"] = st["mode_alert_id"], None
@@ -859,7 +869,7 @@ class StructureMonitor:
                         ts,
                         source,
                         queue=name,
-                        usage_before_pct=before,
+                        usage_before_pct=_pct(*before),
                         usage_after_pct=self.usage(),
                         summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
                         action="None.",
@@ -874,7 +884,7 @@ class StructureMonitor:
                 "INFO",
                 ts,
                 source,
-                usage_before_pct=before,
+                usage_before_pct=_pct(*before),
                 usage_after_pct=self.usage(),
                 size_kb_before=st["size_kb"],
                 size_kb_after=st["size_kb"],
@@ -890,11 +900,11 @@ class StructureMonitor:
             )
         ]
 
-    def _near_full(self, rec: Activity, before: float) -> list[Emit]:
+    def _near_full(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
         d, st = self.d, self.state
         assert d is not None
-        usage = self.usage()
         if st["near_alert_id"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
+            usage = self.usage()
             aid = st["near_alert_id"] = event_id("near", self.name, rec.event_id)
             return [
                 self._emit(
@@ -906,7 +916,7 @@ class StructureMonitor:
                     rec.event_id,
                     queue=rec.queue,
                     qmgr=rec.qmgr,
-                    usage_before_pct=before,
+                    usage_before_pct=_pct(*before),
                     usage_after_pct=usage,
                     size_kb_before=st["size_kb"],
                     size_kb_after=st["size_kb"],
@@ -931,7 +941,7 @@ class StructureMonitor:
         d, st = self.d, self.state
         assert d is not None
         out: list[Emit] = []
-        before = self.usage()
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
         for name in sorted(st["queues"]):
             q = st["queues"][name]
             if q["ovf"] and q["msgs"] == 0:
@@ -981,6 +991,43 @@ class StructureMonitor:
         if not due:
             return None
         return st["last_clock"] + max(0, min(due) - st["last_ts"])
+
+    # ---------------------------------------------------------- snapshot (gauges: qmon metrics)
+
+    def snapshot(self, clock: int) -> list[Emit]:
+        """The structure's usage, if it changed (a queue was used) since its last snapshot, at most once per
+        ``snapshot_interval_ms`` of the arrival clock (``snapshot_due`` is a deadline of the unit's timer)."""
+        interval, d, st = self.settings.snapshot_interval_ms, self.d, self.state
+        if interval <= 0 or d is None:
+            return []
+        snap = st.setdefault("snap", {"at": None, "dirty": False})
+        snap["dirty"] = bool(snap["dirty"] or live(st["queues"]))
+        if not snap["dirty"] or (snap["at"] is not None and clock < snap["at"] + interval):
+            return []
+        in_mode = st["mode_alert_id"] is not None
+        record = {
+            "event_id": event_id("snapshot", self.name, clock),
+            "ts": st["last_ts"] if st["last_ts"] is not None else clock,
+            "structure": self.name,
+            "size_kb": st["size_kb"],
+            "capacity_elements": self.capacity,
+            "used_elements": st["used"],
+            "overflow_structure": d.ovflwstr,
+            "overflow_size_kb": d.ovflwsize if d.ovflwstr else None,
+            "overflow_capacity_elements": self.ovf_capacity if d.ovflwstr else None,
+            "overflow_used_elements": st["ovf_used"] if d.ovflwstr else None,
+            "overflow_mode": in_mode,
+            # approved queues exist only in overflow mode (its end clears them): no need to decode them all
+            "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
+        }
+        snap.update(at=clock, dirty=False)
+        return [Emit(topics.SNAPSHOT, self.name, record)]
+
+    def snapshot_due(self) -> int | None:
+        snap = self.state.get("snap")
+        if self.settings.snapshot_interval_ms <= 0 or not snap or snap["at"] is None or not snap["dirty"]:
+            return None
+        return int(snap["at"]) + self.settings.snapshot_interval_ms
 
     def on_clock(self, clock: int) -> list[Emit]:
         """The arrival clock reached ``clock``: run the scan due by the matching event time."""

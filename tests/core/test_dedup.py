@@ -1,18 +1,74 @@
 """Remembered event ids, packed at rest (qmon.core.dedup), and the monitors across store/load cycles."""
 
 import pickle
+from array import array
 
-from qmon.core.dedup import Recent, pack, unpack
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qmon.core.dedup import Ids, Recent, evict_oldest
 from qmon.core.queues import MonitorSettings, QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
 
+AWKWARD = {"b2": 5, "a\x1f1": 7, "": 9, "é" * 40: 11, "\x00x": 13, "x\x00": 14, "\x01\x02": 15, "\x01": 16}
+
 
 def test_pack_round_trip_keeps_ids_ts_and_order():
-    recent = {"b2": 5, "a\x1f1": 7, "": 9, "é" * 40: 11, "\x00x": 13}
-    again = unpack(pack(recent))
-    assert again == recent and list(again) == list(recent)
-    assert unpack(pack({})) == {}
+    again = Ids.load(Ids.of(AWKWARD).packed()).as_dict()
+    assert again == AWKWARD and list(again) == list(AWKWARD)
+    assert Ids.load(Ids().packed()).as_dict() == {} and Ids.load(None).as_dict() == {}
+
+
+def test_ids_that_contain_the_separator_never_run_into_each_other():
+    ids = Ids.of({"a": 1, "b": 2})
+    assert not ids.seen("a\x00b", 3, 1000, 8)  # not the two ids "a" and "b" read together
+    assert not ids.seen("\x01\x02", 4, 1000, 8)  # not "\x00" escaped
+    assert ids.seen("a\x00b", 5, 1000, 8) and ids.seen("b", 6, 1000, 8) and not ids.seen("\x00", 7, 1000, 8)
+
+
+def test_ids_stored_before_0_4_are_read():
+    """(ids joined without separators, their lengths, their ts): the packed form of 0.2 and 0.3."""
+    old = (
+        "".join(AWKWARD),
+        array("I", map(len, AWKWARD)).tobytes(),
+        array("q", AWKWARD.values()).tobytes(),
+    )
+    ids = Ids.load(old)
+    assert ids.as_dict() == AWKWARD
+    assert ids.seen("\x00x", 20, 1000, 64) and not ids.seen("x", 21, 1000, 64)
+    assert Ids.load(dict(AWKWARD)).as_dict() == AWKWARD
+
+
+keys = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "\x01", "\x02", "é"]), max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(keys, st.integers(0, 50), st.booleans()), max_size=60),
+    st.integers(0, 40),
+    st.integers(1, 6),
+)
+def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, keep):
+    """The same answers as the dict model (insertion order, evicted by count and window), whatever ids hold
+    and wherever the state is packed and stored between records."""
+    model: dict[str, int] = {}
+    holder: dict = {}
+    r = Recent(window_ms, keep)
+    ts = 0
+    for key, step, store in steps:
+        ts += step
+        expected = key in model
+        if not expected:
+            model[key] = ts
+            evict_oldest(model, ts - window_ms, keep)
+        assert r.duplicate(holder, key, ts) == expected
+        if store:
+            r.pack()
+            holder = pickle.loads(pickle.dumps(holder))
+            r = Recent(window_ms, keep)
+    r.pack()
+    assert Ids.load(holder.get("recent")).as_dict() == model
 
 
 def test_duplicates_are_found_across_pack_and_pickle():
@@ -20,7 +76,7 @@ def test_duplicates_are_found_across_pack_and_pickle():
     q = {}
     assert not r.duplicate(q, "e1", 100)
     r.pack()
-    assert isinstance(q["recent"], tuple)
+    assert isinstance(q["recent"], tuple)  # (joined ids, their ts) at rest
     q = pickle.loads(pickle.dumps(q))
     r = Recent(window_ms=1000, keep=3)
     assert r.duplicate(q, "e1", 150)
@@ -36,10 +92,10 @@ def test_oldest_forgotten_by_count_and_window_after_unpacking():
     r = Recent(window_ms=1000, keep=2)
     assert not r.duplicate(q, "e0", 30)  # e0 was evicted by count
     assert not r.duplicate(q, "e9", 5000)  # everything else falls out of the window
-    assert list(q["recent"]) == ["e9"]
+    assert list(q["recent"].as_dict()) == ["e9"]
 
 
-def test_only_touched_holders_are_unpacked():
+def test_only_touched_holders_are_loaded():
     r = Recent(window_ms=1000, keep=8)
     a, b = {}, {}
     r.duplicate(a, "x", 1)
@@ -47,7 +103,7 @@ def test_only_touched_holders_are_unpacked():
     r.pack()
     r = Recent(window_ms=1000, keep=8)
     r.duplicate(a, "z", 2)
-    assert isinstance(a["recent"], dict) and isinstance(b["recent"], tuple)
+    assert isinstance(a["recent"], Ids) and isinstance(b["recent"], tuple)
     r.pack()
     assert isinstance(a["recent"], tuple)
 

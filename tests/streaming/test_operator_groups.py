@@ -25,8 +25,8 @@ KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
 class Groups:
     """What Spark keeps for each group between calls: its value and its timeout; the watermark is the batch's."""
 
-    def __init__(self, ttl_ms: int = 0) -> None:
-        self.monitor = Monitor(MonitorSettings(), StructureSettings(), ttl_ms)
+    def __init__(self, ttl_ms: int = 0, settings: MonitorSettings | None = None) -> None:
+        self.monitor = Monitor(settings or MonitorSettings(), StructureSettings(), ttl_ms)
         self.values: dict[Any, tuple[Any, ...]] = {}
         self.timeouts: dict[Any, int] = {}
         self.watermark = 0
@@ -148,3 +148,17 @@ def test_dead_letters_and_error_replies_pass_through_untouched():
     assert list(out["topic"]) == [topics.DLQ] and bytes(out["value"][0]) == value
     assert (out["key"][0], out["order_ts"][0], out["order_seq"][0], out["order_idx"][0]) == ("k", 7_000, 42, 3)
     assert KEY not in g.values  # a batch of pass-through rows loads and stores no state
+
+
+def test_a_snapshot_now_then_the_unit_timer_brings_the_next_one():
+    """monitor.snapshot_interval: the first change is published with the batch; a change within the interval
+    sets the group's timeout at the next snapshot, which the timed-out call publishes."""
+    g = Groups(settings=MonitorSettings(snapshot_interval_ms=10_000))
+    first = [r for t, r in decoded(g.rows(KEY, frame(put(1_000, "A", 1)))) if t == topics.SNAPSHOT]
+    assert [(q["queue"], q["depth"]) for q in first[0]["queues"]] == [("A", 1)]
+    assert KEY not in g.timeouts  # nothing waits
+    assert decoded(g.rows(KEY, frame(put(2_000, "B", 2)))) == []
+    assert g.timeouts[KEY] == 10_999  # the next snapshot is due at 11,000
+    late = [r for t, r in decoded(g.advance(11_000)) if t == topics.SNAPSHOT]
+    assert [(q["queue"], q["depth"]) for q in late[0]["queues"]] == [("B", 1)]
+    assert KEY not in g.timeouts

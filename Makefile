@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test test-fast lint format typecheck ci bench wheel clean
+.PHONY: help setup servers demo test test-fast lint format typecheck ci bench wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -18,10 +18,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install qmon (editable) with test and dev (ruff, mypy) dependencies
 
+# Prometheus and Alertmanager for the tests that run the real servers (Debian packages; installed when
+# missing and this runs as root with apt-get; otherwise those tests skip and say why)
+servers: ## install Prometheus and Alertmanager (Debian packages) if missing and possible
+	@if command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing prometheus and prometheus-alertmanager (apt-get)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus prometheus-alertmanager >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus prometheus-alertmanager >/dev/null 2>&1; } || \
+		echo "could not install prometheus / prometheus-alertmanager: their tests will be skipped"; \
+	else echo "prometheus / prometheus-alertmanager not installed (needs root and apt-get): their tests will be skipped"; fi
+
 demo: setup ## set up, then run the demo: local Kafka broker, live workload, the job (Ctrl-C stops)
 	$(VENV)/bin/qmon demo $(if $(DURATION),--duration $(DURATION))
 
-test: setup ## set up, then run the whole test suite (real Kafka broker, real Spark)
+test: setup servers ## set up, then run the whole test suite (real Kafka broker, real Spark, Prometheus, Alertmanager)
 	$(VENV)/bin/pytest
 
 test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka)

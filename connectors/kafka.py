@@ -54,8 +54,9 @@ def ensure_topics(
     timeout: float = 30.0,
     prefix: str = "qmon",
     replication_factor: int = 1,
+    mq_trace: bool = False,
 ) -> None:
-    """Create qmon's topics if absent.
+    """Create qmon's topics if absent (with ``mq_trace``, the MQ activity trace topic too).
 
     The input topics use broker append time (``message.timestamp.type=LogAppendTime``): the job's
     watermark runs on it, so it only ever moves forward per partition and no record is ever
@@ -66,11 +67,12 @@ def ensure_topics(
     admin = AdminClient(client_config(bootstrap, security))
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = []
-    for logical in (*topics.INPUTS, *topics.OUTPUTS):
+    inputs = (*topics.INPUTS, topics.MQ_TRACE) if mq_trace else topics.INPUTS
+    for logical in (*inputs, *topics.OUTPUTS, *topics.STATUS):
         name = topics.physical(logical, prefix)
         if name in existing:
             continue
-        config = {"message.timestamp.type": "LogAppendTime"} if logical in topics.INPUTS else {}
+        config = {"message.timestamp.type": "LogAppendTime"} if logical in inputs else {}
         wanted.append(NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config))
     if not wanted:
         return
@@ -81,3 +83,9 @@ def ensure_topics(
         except Exception as exc:  # noqa: BLE001
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+
+
+def topic_exists(bootstrap: str, name: str, security: KafkaSecurity | None = None, timeout: float = 30.0) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    return name in AdminClient(client_config(bootstrap, security)).list_topics(timeout=timeout).topics

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
 from typing import Any
 
-from qmon.connectors.kafka import ensure_topics, spark_options
+from qmon.connectors.kafka import ensure_topics, spark_options, topic_exists
 from qmon.core import topics
 from qmon.core.config import Config, duration_ms
 
@@ -21,8 +23,9 @@ def start_query(
     *,
     available_now: bool = False,
     query_name: str = "qmon",
+    publish_progress: bool = True,
 ) -> Any:
-    """Build and start the query; returns the StreamingQuery."""
+    """Build and start the query; returns the StreamingQuery (its progress published by a driver thread)."""
     from pyspark.sql import functions as F
 
     from qmon.streaming.pipeline import build
@@ -45,6 +48,23 @@ def start_query(
         if config.job.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
         raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+    trace = topics.physical(topics.MQ_TRACE, config.kafka.topic_prefix)
+    read_trace = config.mq_trace.enabled is True or (
+        config.mq_trace.enabled == "auto" and topic_exists(bootstrap, trace, config.kafka.security)
+    )
+    if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
+        reader = (
+            spark.readStream.format("kafka")
+            .options(**kafka)
+            .option("subscribe", trace)
+            .option("startingOffsets", config.job.starting_offsets)
+            .option("includeHeaders", "false")
+            .option("kafka.isolation.level", "read_committed")
+        )
+        if config.job.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
+        raw[topics.MQ_TRACE] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+        logger.info("qmon job: reading MQ activity trace from %s", trace)
     placed = structure_buckets(spark, checkpoint, [s.strname for s in config.structures])
     out = build(
         raw,
@@ -56,6 +76,7 @@ def start_query(
         prefix=config.kafka.topic_prefix,
         structure_buckets=placed,
         input_tasks=config.job.input_tasks,
+        mq_trace=config.mq_trace.settings() if read_trace else None,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
     writer = (
@@ -65,7 +86,49 @@ def start_query(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{duration_ms(config.job.trigger)} milliseconds")
-    return writer.start()
+    query = writer.start()
+    if publish_progress:
+        ProgressPublisher(query, bootstrap, config).start()
+    return query
+
+
+class ProgressPublisher(threading.Thread):
+    """The query's progress, one ``QueryProgress`` record per micro-batch on ``qmon.events.progress`` (the
+    job's health for ``qmon metrics``): the driver polls ``recentProgress`` every second while the query runs.
+    A failure to publish is logged and never stops the job."""
+
+    def __init__(self, query: Any, bootstrap: str, config: Config, every: float = 1.0):
+        super().__init__(name="qmon-progress", daemon=True)
+        self.query, self.bootstrap, self.config, self.every = query, bootstrap, config, every
+        self.last = -1
+
+    def run(self) -> None:
+        from qmon.connectors import avro
+        from qmon.connectors.clients import producer
+        from qmon.core.progress import progress_record
+
+        topic = topics.physical(topics.PROGRESS, self.config.kafka.topic_prefix)
+        try:
+            out = producer(self.bootstrap, self.config.kafka.security, **{"linger.ms": 50})
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("qmon job: not publishing its progress: %s", exc)
+            return
+        active = True
+        while active:
+            active = self.query.isActive
+            try:
+                for p in self.query.recentProgress:
+                    report = json.loads(p.json) if hasattr(p, "json") else dict(p)
+                    if int(report.get("batchId", -1)) <= self.last:
+                        continue
+                    self.last = int(report["batchId"])
+                    out.produce(topic, key=b"qmon", value=avro.encode("QueryProgress", progress_record(report)))
+                out.poll(0)
+            except Exception as exc:  # noqa: BLE001 - the JVM gone at shutdown, a broker hiccup
+                logger.debug("qmon job: progress not published: %s", exc)
+            if active:
+                time.sleep(self.every)
+        out.flush(5)
 
 
 def run(
@@ -85,7 +148,13 @@ def run(
     """
     from qmon.streaming.spark import session
 
-    ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=config.kafka.topic_prefix)
+    ensure_topics(
+        bootstrap,
+        config.kafka.partitions,
+        config.kafka.security,
+        prefix=config.kafka.topic_prefix,
+        mq_trace=config.mq_trace.enabled is True,
+    )
     spark = spark or session(config.job.master, "qmon", shuffle_partitions=config.job.shuffle_partitions)
     failures = 0
     while True:

@@ -75,6 +75,22 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
             f"DEAD_LETTER {r.get('reason_name')} ({r.get('reason')}) from {r.get('dest_topic')} "
             f"partition {r.get('partition')} offset {r.get('offset')}: {r.get('error')}"
         )
+    elif topic == topics.SNAPSHOT and r.get("structure"):
+        used, cap = r.get("used_elements") or 0, r.get("capacity_elements") or 0
+        text = f"SNAPSHOT {r['structure']} {used}/{cap} elements ({100 * used / cap if cap else 0:.1f}%)"
+        if r.get("overflow_structure"):
+            text += f", {r['overflow_structure']} {r.get('overflow_used_elements') or 0}/{r.get('overflow_capacity_elements')}"
+        if r.get("overflow_mode"):
+            text += f", OVERFLOW MODE ({r.get('queues_in_overflow')} queues)"
+    elif topic == topics.SNAPSHOT:
+        depths = " ".join(f"{q['queue']}={q['depth']}" for q in r.get("queues", [])[:12])
+        more = len(r.get("queues", [])) - 12
+        text = f"SNAPSHOT {r.get('qmgr')} {depths}{f' (+{more} queues)' if more > 0 else ''}"
+        if r.get("forgotten"):
+            text += f" forgotten: {', '.join(r['forgotten'])}"
+    elif topic == topics.PROGRESS:
+        lag = sum(max(0, (i.get("latest_offset") or 0) - i["end_offset"]) for i in r.get("inputs", []))
+        text = f"PROGRESS batch {r['batch_id']} {r['input_rows']} records in {r['duration_ms']} ms, lag {lag}"
     else:
         text = str(r)
     out = f"{_time(r.get('ts') or r.get('put_time'))} {sev:<8} {text}"

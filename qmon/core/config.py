@@ -153,13 +153,17 @@ class MonitorConfig(_Model):
         "30 seconds",
         description="QUEUE_STALLED resolves once the queue has been served within QSVCINT (or emptied) for this long",
     )
+    snapshot_interval: str = Field(
+        "10 seconds",
+        description="a unit that changed publishes a snapshot (qmon.events.snapshot) at most this often; 0 turns them off",
+    )
 
     @field_validator("perfmev", mode="before")
     @classmethod
     def _upper(cls, v: Any) -> Any:
         return v.upper() if isinstance(v, str) else v
 
-    @field_validator("dedup_window", "queue_ttl", "stall_clear_hold")
+    @field_validator("dedup_window", "queue_ttl", "stall_clear_hold", "snapshot_interval")
     @classmethod
     def _duration(cls, v: str) -> str:
         duration_ms(v)
@@ -259,8 +263,46 @@ def _exit_path(v: str) -> str:
     return v
 
 
+class MqTraceConfig(_Model):
+    """The MQ application activity trace input (``<prefix>.mq.trace``)."""
+
+    enabled: bool | Literal["auto"] = Field(
+        "auto", description="read the trace topic: auto (when it exists at start), true (created if missing), false"
+    )
+    encoding: str = Field("utf-8", description="character set of the trace's strings (cp037, cp500: EBCDIC)")
+    timezone: str = Field("UTC", description="time zone of OperationDate/OperationTime, when a call has no HighResTime")
+
+    @field_validator("encoding")
+    @classmethod
+    def _codec(cls, v: str) -> str:
+        import codecs
+
+        try:
+            codecs.lookup(v)
+        except LookupError as exc:
+            raise ValueError(f"{v!r} is not a character set Python knows (e.g. utf-8, cp037, cp500)") from exc
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, v: str) -> str:
+        if v.upper() == "UTC":
+            return v
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"{v!r} is not a time zone (e.g. UTC, Europe/London)") from exc
+        return v
+
+    def settings(self) -> tuple[str, str]:
+        return (self.encoding, self.timezone)
+
+
 class Config(_Model):
     kafka: KafkaConfig = KafkaConfig()
+    mq_trace: MqTraceConfig = MqTraceConfig()
     job: JobConfig = JobConfig()
     monitor: MonitorConfig = MonitorConfig()
     queues: tuple[QueueDefaultsConfig, ...] = ()
@@ -290,6 +332,7 @@ class Config(_Model):
             exit_,
             dedup_window_ms=duration_ms(self.monitor.dedup_window),
             dedup_max=self.monitor.dedup_max,
+            snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
         )
 
     def monitor_settings(self) -> MonitorSettings:
@@ -300,6 +343,7 @@ class Config(_Model):
             dedup_max=self.monitor.dedup_max,
             journal_near_pct=self.monitor.journal_near_pct,
             stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
+            snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
         )
 
 

@@ -7,11 +7,14 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.servers import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -29,8 +32,23 @@ def processes_left(pgid: int, wait: float = 20.0) -> list[str]:
         time.sleep(0.5)
 
 
+def scrape_until(url: str, wanted: str, seen: list[str], stop: threading.Event) -> None:
+    """Poll the demo's exporter until a line starting with ``wanted`` is served (or ``stop``)."""
+    while not stop.wait(1.0):
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                text = resp.read().decode()
+        except OSError:
+            continue
+        found = [line for line in text.splitlines() if line.startswith(wanted)]
+        if found:
+            seen.extend(found)
+            return
+
+
 def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -43,6 +61,8 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
             "45",
             "--dir",
             str(tmp_path / "demo"),
+            "--metrics-port",
+            str(port),
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -50,9 +70,16 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
         text=True,
         start_new_session=True,
     )
+    seen: list[str] = []
+    stop = threading.Event()
+    url = f"http://127.0.0.1:{port}/metrics"
+    scraper = threading.Thread(target=scrape_until, args=(url, "qmon_structure_usage_ratio{", seen, stop))
+    scraper.start()
     try:
         out, err = proc.communicate(timeout=600)
     finally:
+        stop.set()
+        scraper.join()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, err[-3000:]
@@ -65,6 +92,8 @@ def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
         if m := re.search(r"\((\d+) FIRING, (\d+) episodes\)", line):
             assert int(m.group(1)) <= int(m.group(2)), line
     assert "mqsc> ALTER QMGR PERFMEV(ENABLED)" in out
+    assert f"Prometheus metrics on {url}" in out
+    assert seen, "the demo's exporter never served qmon_structure_usage_ratio"  # --metrics-port
     # nothing left running: the broker JVM, Spark's JVM and Python workers were all in the demo's session
     assert not processes_left(proc.pid), processes_left(proc.pid)
 

@@ -74,9 +74,10 @@ def grant(bootstrap: str, prefix: str) -> None:
 
     p = lambda t: topics.physical(t, prefix)  # noqa: E731
     bindings = [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.READ) for t in topics.INPUTS]
-    bindings += [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.WRITE) for t in topics.OUTPUTS]
+    bindings += [acl("qmon", ResourceType.TOPIC, p(t), AclOperation.WRITE) for t in (*topics.OUTPUTS, *topics.STATUS)]
     bindings += [
-        acl("qmon", ResourceType.TOPIC, p(t), AclOperation.DESCRIBE) for t in (*topics.INPUTS, *topics.OUTPUTS)
+        acl("qmon", ResourceType.TOPIC, p(t), AclOperation.DESCRIBE)
+        for t in (*topics.INPUTS, *topics.OUTPUTS, *topics.STATUS)
     ]
     bindings += [
         acl("qmon", ResourceType.GROUP, "*", AclOperation.READ),

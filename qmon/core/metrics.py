@@ -1,0 +1,267 @@
+"""What ``qmon metrics`` exports, kept from qmon's output records: a pure model, no Prometheus, no Kafka.
+
+``Metrics.on_record(topic, record)`` applies one decoded output record (logical topic name);
+``Metrics.families()`` lists every metric as ``Family`` values (name, type, help, samples) that the
+exporter turns into Prometheus metric families.  Series come and go with what they describe:
+
+* a queue's series (depth, service time, event counts) appear with its first snapshot or event and go
+  when a snapshot says its shard forgot it (idle past ``monitor.queue_ttl``);
+* ``qmon_alerts_firing{type,subject}`` is 1 while an episode of that type on that subject is FIRING and
+  is gone once every such episode is RESOLVED;
+* the job's health comes from ``QueryProgress`` records (one per micro-batch).
+
+Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from qmon.core import topics
+from qmon.core.timeconv import to_ms
+
+#: ``qmon_batch_duration_seconds`` buckets (a micro-batch takes ~0.5 s to a few seconds)
+BATCH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric: ``kind`` is gauge, counter or histogram; samples are (labels, value) for gauges and
+    counters, and for a histogram one sample whose value is (cumulative bucket counts, count, sum)."""
+
+    name: str
+    kind: str
+    help: str
+    labels: tuple[str, ...]
+    samples: list[tuple[tuple[str, ...], Any]] = field(default_factory=list)
+
+
+class Metrics:
+    """The exporter's state, from output records in the order they are read."""
+
+    def __init__(self) -> None:
+        self.depth: dict[tuple[str, str], int] = {}
+        self.service_time: dict[tuple[str, str], float] = {}
+        self.events: Counter[tuple[str, str, str]] = Counter()
+        self.structures: dict[str, dict[str, float]] = {}  # name (primary or overflow) -> its gauges
+        self.firing: dict[tuple[str, str], set[str]] = {}  # (type, subject) -> alert_ids FIRING
+        self.alert_key: dict[str, tuple[str, str]] = {}  # alert_id -> (type, subject)
+        self.dead_letters: Counter[str] = Counter()
+        self.input_records: Counter[str] = Counter()
+        self.lag: dict[tuple[str, str], int] = {}
+        self.batches: list[int] = [0] * (len(BATCH_BUCKETS) + 1)  # per bucket (the last: +Inf)
+        self.batch_sum = 0.0
+        self.state_rows: float | None = None
+        self.state_memory: float | None = None
+        self.last_batch: float | None = None
+        self.last_batch_id: dict[str, int] = {}  # query -> newest batch_id applied (a restart re-reads)
+
+    # ------------------------------------------------------------ input
+
+    def on_record(self, topic: str, rec: dict[str, Any]) -> None:
+        handler = {
+            topics.SNAPSHOT: self._snapshot,
+            topics.PERFORMANCE: self._performance,
+            topics.ALERTS: self._alert,
+            topics.DLQ: self._dead_letter,
+            topics.PROGRESS: self._progress,
+        }.get(topic)
+        if handler is not None:
+            handler(rec)
+
+    def _snapshot(self, rec: dict[str, Any]) -> None:
+        qmgr = rec.get("qmgr")
+        if qmgr is not None:
+            for q in rec.get("queues") or []:
+                self.depth[(qmgr, q["queue"])] = int(q["depth"])
+            for name in rec.get("forgotten") or []:
+                self._forget(qmgr, name)
+        name = rec.get("structure")
+        if name is not None and rec.get("capacity_elements") is not None:
+            self.structures[name] = {
+                "usage": _ratio(rec.get("used_elements"), rec["capacity_elements"]),
+                "size": float((rec.get("size_kb") or 0) * 1024),
+                "mode": 1.0 if rec.get("overflow_mode") else 0.0,
+                "in_overflow": float(rec.get("queues_in_overflow") or 0),
+            }
+            ovf = rec.get("overflow_structure")
+            if ovf is not None and rec.get("overflow_capacity_elements"):
+                self.structures[ovf] = {
+                    "usage": _ratio(rec.get("overflow_used_elements"), rec["overflow_capacity_elements"]),
+                    "size": float((rec.get("overflow_size_kb") or 0) * 1024),
+                }
+
+    def _forget(self, qmgr: str, queue: str) -> None:
+        self.depth.pop((qmgr, queue), None)
+        self.service_time.pop((qmgr, queue), None)
+        for key in [k for k in self.events if k[0] == qmgr and k[1] == queue]:
+            del self.events[key]
+
+    def _performance(self, rec: dict[str, Any]) -> None:
+        key = (rec["qmgr"], rec["queue"])
+        self.events[(*key, rec["type"])] += 1
+        if rec["type"].startswith("QSVCINT") and rec.get("service_time_ms") is not None:
+            self.service_time[key] = rec["service_time_ms"] / 1000.0
+
+    def _alert(self, rec: dict[str, Any]) -> None:
+        aid, state = rec["alert_id"], rec["state"]
+        if state == "FIRING":
+            key = (rec["type"], rec["subject"])
+            self.alert_key[aid] = key
+            self.firing.setdefault(key, set()).add(aid)
+        elif state == "RESOLVED" and aid in self.alert_key:
+            key = self.alert_key.pop(aid)
+            ids = self.firing.get(key, set())
+            ids.discard(aid)
+            if not ids:
+                self.firing.pop(key, None)
+
+    def _dead_letter(self, rec: dict[str, Any]) -> None:
+        self.dead_letters[rec.get("reason_name") or str(rec.get("reason"))] += 1
+
+    def _progress(self, rec: dict[str, Any]) -> None:
+        query, batch = rec["query"], int(rec["batch_id"])
+        if batch <= self.last_batch_id.get(query, -1):
+            return  # a batch run again after a restart: counted once
+        self.last_batch_id[query] = batch
+        for t in rec.get("input_topics") or []:
+            self.input_records[t["topic"]] += int(t["rows"])
+        for p in rec.get("inputs") or []:
+            if p.get("latest_offset") is not None:
+                self.lag[(p["topic"], str(p["partition"]))] = max(0, int(p["latest_offset"]) - int(p["end_offset"]))
+        seconds = rec["duration_ms"] / 1000.0
+        for i, bound in enumerate(BATCH_BUCKETS):
+            if seconds <= bound:
+                self.batches[i] += 1
+                break
+        else:
+            self.batches[-1] += 1
+        self.batch_sum += seconds
+        if rec.get("state_rows") is not None:
+            self.state_rows = float(rec["state_rows"])
+        if rec.get("state_memory_bytes") is not None:
+            self.state_memory = float(rec["state_memory_bytes"])
+        self.last_batch = (to_ms(rec["ts"]) + rec["duration_ms"]) / 1000.0
+
+    # ------------------------------------------------------------ output
+
+    def families(self) -> list[Family]:
+        def fam(name: str, kind: str, text: str, labels: tuple[str, ...], samples: Any) -> Family:
+            return Family(name, kind, text, labels, sorted(samples))
+
+        s = self.structures
+        out = [
+            fam(
+                "qmon_queue_depth",
+                "gauge",
+                "Messages on the queue, as qmon accounts them (latest snapshot).",
+                ("qmgr", "queue"),
+                ((k, float(v)) for k, v in self.depth.items()),
+            ),
+            fam(
+                "qmon_queue_service_time_seconds",
+                "gauge",
+                "MQ's service time of the queue's latest service-interval event (QSVCINT_HIGH / QSVCINT_OK).",
+                ("qmgr", "queue"),
+                self.service_time.items(),
+            ),
+            fam(
+                "qmon_queue_events",
+                "counter",
+                "Performance events raised for the queue, by type (QSVCINT_HIGH, QDEPTH_HIGH, ...).",
+                ("qmgr", "queue", "type"),
+                ((k, float(v)) for k, v in self.events.items()),
+            ),
+            fam(
+                "qmon_structure_usage_ratio",
+                "gauge",
+                "Data elements in use over the structure's capacity (0..1); an overflow structure under its own name.",
+                ("structure",),
+                (((n,), g["usage"]) for n, g in s.items()),
+            ),
+            fam(
+                "qmon_structure_size_bytes",
+                "gauge",
+                "The structure's current size (SIZE after any alter).",
+                ("structure",),
+                (((n,), g["size"]) for n, g in s.items()),
+            ),
+            fam(
+                "qmon_structure_overflow_mode",
+                "gauge",
+                "1 while the primary structure is in overflow mode.",
+                ("structure",),
+                (((n,), g["mode"]) for n, g in s.items() if "mode" in g),
+            ),
+            fam(
+                "qmon_structure_queues_in_overflow",
+                "gauge",
+                "Queues the overflow exit approved (moved to the overflow structure, or puts rejected).",
+                ("structure",),
+                (((n,), g["in_overflow"]) for n, g in s.items() if "in_overflow" in g),
+            ),
+            fam(
+                "qmon_alerts_firing",
+                "gauge",
+                "1 while an alert of this type on this subject is FIRING (gone once RESOLVED).",
+                ("type", "subject"),
+                ((k, 1.0) for k in self.firing),
+            ),
+            fam(
+                "qmon_dead_letters",
+                "counter",
+                "Records qmon put on its dead-letter topic, by reason (MQRC_* / QMON_*).",
+                ("reason",),
+                (((r,), float(v)) for r, v in self.dead_letters.items()),
+            ),
+            fam(
+                "qmon_input_records",
+                "counter",
+                "Records the job read, by input topic (from the query's progress).",
+                ("topic",),
+                (((t,), float(v)) for t, v in self.input_records.items()),
+            ),
+            fam(
+                "qmon_input_lag_records",
+                "gauge",
+                "Records in the partition the job had not read when its latest batch was planned.",
+                ("topic", "partition"),
+                ((k, float(v)) for k, v in self.lag.items()),
+            ),
+        ]
+        cumulative, total = [], 0
+        for n in self.batches:
+            total += n
+            cumulative.append(total)
+        out.append(
+            Family(
+                "qmon_batch_duration_seconds",
+                "histogram",
+                "Micro-batch durations (the whole trigger), from the query's progress.",
+                (),
+                [((), (list(zip((*BATCH_BUCKETS, float("inf")), cumulative, strict=True)), total, self.batch_sum))]
+                if total
+                else [],
+            )
+        )
+        for name, text, value in (
+            (
+                "qmon_state_rows",
+                "Rows in the job's state store (one per unit: queue shard or structure).",
+                self.state_rows,
+            ),
+            ("qmon_state_memory_bytes", "Memory the job's state store reports using.", self.state_memory),
+            (
+                "qmon_last_batch_timestamp_seconds",
+                "When the job's latest micro-batch ended (Unix time).",
+                self.last_batch,
+            ),
+        ):
+            out.append(Family(name, "gauge", text, (), [((), value)] if value is not None else []))
+        return out
+
+
+def _ratio(used: Any, capacity: Any) -> float:
+    return min(1.0, float(used or 0) / float(capacity)) if capacity else 0.0

@@ -1,0 +1,73 @@
+"""What qmon alertmanager sends (qmon.core.alertmanager): labels, annotations, re-sends, one page per episode."""
+
+from qmon.core.alertmanager import AlertBook
+
+T = 1_700_000_000_000
+
+
+def structure_full(state, ts, aid="f1", severity="CRITICAL"):
+    return {
+        "alert_id": aid,
+        "state": state,
+        "type": "STRUCTURE_FULL" if state == "FIRING" else "STRUCTURE_FULL_RELIEVED",
+        "severity": severity,
+        "structure": "MSGQ1",
+        "queue": "APP.Q1",
+        "qmgr": "IMSA",
+        "ts": ts,
+        "message": "CQS0205E STRUCTURE MSGQ1 IS FULL" if state == "FIRING" else None,
+        "summary": "Structure MSGQ1 is full",
+        "action": "Drain the queues of MSGQ1",
+    }
+
+
+def test_firing_is_sent_at_once_with_labels_annotations_and_an_end_ahead():
+    book = AlertBook(resend_ms=60_000)
+    (a,) = book.on_alert(structure_full("FIRING", T), T + 5)
+    assert a["labels"] == {
+        "alertname": "STRUCTURE_FULL",
+        "severity": "critical",
+        "alert_id": "f1",
+        "qmgr": "IMSA",
+        "queue": "APP.Q1",
+        "structure": "MSGQ1",
+    }
+    assert a["annotations"] == {
+        "summary": "Structure MSGQ1 is full",
+        "description": "CQS0205E STRUCTURE MSGQ1 IS FULL",
+        "runbook": "Drain the queues of MSGQ1",
+    }
+    assert a["startsAt"] == "2023-11-14T22:13:20.000Z"
+    assert a["endsAt"] == "2023-11-14T22:17:20.005Z"  # now + 4 x resend
+
+
+def test_resent_while_firing_then_resolved_with_the_same_labels_and_its_end():
+    book = AlertBook(resend_ms=60_000)
+    (first,) = book.on_alert(structure_full("FIRING", T), T)
+    assert book.due(T) == [first]  # not yet accepted
+    book.sent([first], T)
+    assert book.due(T + 59_999) == []
+    (again,) = book.due(T + 60_000)
+    assert again["labels"] == first["labels"] and again["endsAt"] > first["endsAt"]
+    book.sent([again], T + 60_000)
+    (resolved,) = book.on_alert(structure_full("RESOLVED", T + 90_000, severity="INFO"), T + 90_001)
+    assert resolved["labels"] == first["labels"]  # the FIRING's labels, severity included
+    assert resolved["endsAt"] == "2023-11-14T22:14:50.000Z"
+    assert book.due(T + 500_000) == []
+
+
+def test_one_episode_never_pages_twice():
+    book = AlertBook()
+    assert len(book.on_alert(structure_full("FIRING", T), T)) == 1
+    assert book.on_alert(structure_full("FIRING", T), T + 1) == []  # redelivered
+    book.on_alert(structure_full("RESOLVED", T + 10), T + 10)
+    assert book.on_alert(structure_full("FIRING", T), T + 20) == []  # replayed after it ended
+    assert book.on_alert(structure_full("RESOLVED", T + 10), T + 30) == []
+    assert len(book.on_alert(structure_full("FIRING", T + 40, aid="f2"), T + 40)) == 1  # a new episode pages
+
+
+def test_a_resolved_episode_never_seen_firing_and_info_alerts_send_nothing():
+    book = AlertBook()
+    assert book.on_alert(structure_full("RESOLVED", T, aid="x"), T) == []
+    info = structure_full("FIRING", T, aid="u") | {"state": "INFO", "type": "STRUCTURE_UNKNOWN"}
+    assert book.on_alert(info, T) == []

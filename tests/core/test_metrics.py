@@ -1,0 +1,132 @@
+"""The exporter's model (qmon.core.metrics): output records -> metric families, series that come and go."""
+
+from qmon.core import topics
+from qmon.core.metrics import BATCH_BUCKETS, Metrics
+
+
+def samples(m: Metrics, name: str) -> dict:
+    fam = next(f for f in m.families() if f.name == name)
+    return dict(fam.samples)
+
+
+def test_queue_depth_comes_from_snapshots_and_goes_when_the_shard_forgets_the_queue():
+    m = Metrics()
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QM1", "queues": [{"queue": "A", "depth": 3}, {"queue": "B", "depth": 0}]})
+    m.on_record(topics.PERFORMANCE, {"qmgr": "QM1", "queue": "B", "type": "QSVCINT_HIGH", "service_time_ms": 7500})
+    assert samples(m, "qmon_queue_depth") == {("QM1", "A"): 3.0, ("QM1", "B"): 0.0}
+    assert samples(m, "qmon_queue_service_time_seconds") == {("QM1", "B"): 7.5}
+    assert samples(m, "qmon_queue_events") == {("QM1", "B", "QSVCINT_HIGH"): 1.0}
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QM1", "queues": [], "forgotten": ["B"]})
+    assert samples(m, "qmon_queue_depth") == {("QM1", "A"): 3.0}
+    assert samples(m, "qmon_queue_service_time_seconds") == {}
+    assert samples(m, "qmon_queue_events") == {}
+
+
+def test_structure_gauges_primary_and_overflow_structure_under_its_own_name():
+    m = Metrics()
+    m.on_record(
+        topics.SNAPSHOT,
+        {
+            "structure": "MSGQ1",
+            "size_kb": 200,
+            "capacity_elements": 400,
+            "used_elements": 300,
+            "overflow_structure": "OVFQ1",
+            "overflow_size_kb": 100,
+            "overflow_capacity_elements": 200,
+            "overflow_used_elements": 50,
+            "overflow_mode": True,
+            "queues_in_overflow": 2,
+        },
+    )
+    assert samples(m, "qmon_structure_usage_ratio") == {("MSGQ1",): 0.75, ("OVFQ1",): 0.25}
+    assert samples(m, "qmon_structure_size_bytes") == {("MSGQ1",): 204800.0, ("OVFQ1",): 102400.0}
+    assert samples(m, "qmon_structure_overflow_mode") == {("MSGQ1",): 1.0}
+    assert samples(m, "qmon_structure_queues_in_overflow") == {("MSGQ1",): 2.0}
+
+
+def alert(aid, state, type_="QUEUE_STALLED", subject="PAYROLL"):
+    return {"alert_id": aid, "state": state, "type": type_, "subject": subject}
+
+
+def test_an_alert_is_firing_until_every_episode_of_it_is_resolved():
+    m = Metrics()
+    m.on_record(topics.ALERTS, alert("a1", "FIRING"))
+    m.on_record(topics.ALERTS, alert("a2", "FIRING"))
+    m.on_record(topics.ALERTS, alert("a1", "RESOLVED"))
+    assert samples(m, "qmon_alerts_firing") == {("QUEUE_STALLED", "PAYROLL"): 1.0}
+    m.on_record(topics.ALERTS, alert("a2", "RESOLVED"))
+    assert samples(m, "qmon_alerts_firing") == {}
+    m.on_record(topics.ALERTS, alert("a3", "INFO", "STRUCTURE_UNKNOWN", "X"))
+    assert samples(m, "qmon_alerts_firing") == {}
+
+
+def test_dead_letters_count_by_reason():
+    m = Metrics()
+    for name in ("QMON_UNDECODABLE", "QMON_UNDECODABLE", "QMON_MISSING_FIELD"):
+        m.on_record(topics.DLQ, {"reason": 1, "reason_name": name})
+    assert samples(m, "qmon_dead_letters") == {("QMON_UNDECODABLE",): 2.0, ("QMON_MISSING_FIELD",): 1.0}
+
+
+def progress(batch, duration_ms, rows, end, latest, ts=1_700_000_000_000):
+    return {
+        "query": "qmon",
+        "batch_id": batch,
+        "ts": ts,
+        "duration_ms": duration_ms,
+        "input_rows": rows,
+        "input_topics": [{"topic": "qmon.activity", "rows": rows}],
+        "inputs": [{"topic": "qmon.activity", "partition": 0, "end_offset": end, "latest_offset": latest}],
+        "state_rows": 18,
+        "state_memory_bytes": 4096,
+    }
+
+
+def test_job_health_from_progress_a_batch_run_again_counted_once():
+    m = Metrics()
+    m.on_record(topics.PROGRESS, progress(0, 400, 100, 100, 150))
+    m.on_record(topics.PROGRESS, progress(1, 1500, 50, 150, 150))
+    m.on_record(topics.PROGRESS, progress(1, 1500, 50, 150, 150))  # after a restart
+    assert samples(m, "qmon_input_records") == {("qmon.activity",): 150.0}
+    assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 0.0}
+    ((_, (buckets, count, total)),) = next(f for f in m.families() if f.name == "qmon_batch_duration_seconds").samples
+    assert count == 2 and total == 1.9
+    assert dict(buckets)[0.5] == 1 and dict(buckets)[2.0] == 2 and dict(buckets)[float("inf")] == 2
+    assert len(buckets) == len(BATCH_BUCKETS) + 1
+    assert samples(m, "qmon_state_rows") == {(): 18.0}
+    assert samples(m, "qmon_last_batch_timestamp_seconds") == {(): 1_700_000_001.5}
+
+
+def test_a_spark_progress_report_becomes_a_query_progress_record():
+    from qmon.connectors import avro
+    from qmon.core.progress import progress_record
+
+    report = {
+        "id": "q-1",
+        "runId": "r-1",
+        "name": "qmon",
+        "timestamp": "2026-11-23T10:00:00.250Z",
+        "batchId": 7,
+        "numInputRows": 30,
+        "durationMs": {"triggerExecution": 812, "addBatch": 600},
+        "stateOperators": [{"numRowsTotal": 18, "memoryUsedBytes": 1000}],
+        "sources": [
+            {
+                "description": "KafkaV2[Subscribe[qmon.activity]]",
+                "startOffset": None,  # the first batch
+                "endOffset": '{"qmon.activity":{"1":20,"0":10}}',
+                "latestOffset": '{"qmon.activity":{"0":15,"1":20}}',
+                "numInputRows": 30,
+            }
+        ],
+    }
+    rec = progress_record(report)
+    assert rec["ts"] == 1_795_428_000_250 and rec["batch_id"] == 7 and rec["duration_ms"] == 812
+    assert rec["input_topics"] == [{"topic": "qmon.activity", "rows": 30}]
+    assert [(i["partition"], i["end_offset"], i["latest_offset"]) for i in rec["inputs"]] == [(0, 10, 15), (1, 20, 20)]
+    assert (rec["state_rows"], rec["state_memory_bytes"]) == (18, 1000)
+    avro.encode("QueryProgress", rec)  # the record its schema describes
+    m = Metrics()
+    m.on_record(topics.PROGRESS, avro.decode("QueryProgress", avro.encode("QueryProgress", rec)))
+    assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 5.0, ("qmon.activity", "1"): 0.0}
+    assert samples(m, "qmon_input_records") == {("qmon.activity",): 30.0}

@@ -1,0 +1,85 @@
+"""Snapshots for gauges (qmon.events.snapshot): a unit that changed publishes its state at most once per
+monitor.snapshot_interval of the arrival clock; what changed in between waits for the unit's timer."""
+
+from qmon.core import topics
+from qmon.core.lazy import Lazy
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity
+from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
+
+T = 1_700_000_000_000
+QS = MonitorSettings(perfmev="ENABLED", snapshot_interval_ms=10_000)
+
+
+def act(i, queue, op, ts, **kw):
+    return Activity(f"e{i}", "QM1", queue, op, ts, clock=ts, **kw)
+
+
+def batch(mon, records):
+    """One micro-batch as the operator runs it: the rules, then the snapshot, then the state stored."""
+    for r in records:
+        mon.on_activity(r)
+    out = mon.snapshot(max(r.clock for r in records))
+    mon.pack()
+    return out
+
+
+def reload(mon: QueueMonitor) -> QueueMonitor:
+    """The next batch sees the stored state, with no queue used yet."""
+    state = dict(mon.state)
+    state["queues"] = Lazy(dict(mon.queues.items()), lambda q: q)
+    return QueueMonitor("QM1", mon.settings, state)
+
+
+def test_first_change_is_published_at_once_then_at_most_once_an_interval():
+    mon = QueueMonitor("QM1", QS)
+    (snap,) = batch(mon, [act(1, "A", "PUT", T), act(2, "A", "PUT", T + 1), act(3, "B", "PUT", T + 2)])
+    assert snap.topic == topics.SNAPSHOT and snap.key == "QM1"
+    assert snap.record["queues"] == [
+        {"queue": "A", "depth": 2, "service_timer_start": T},
+        {"queue": "B", "depth": 1, "service_timer_start": T + 2},
+    ]
+    assert snap.record["ts"] == T + 2 and snap.record["forgotten"] == []
+    mon = reload(mon)
+    assert batch(mon, [act(4, "A", "GET", T + 5_000)]) == []  # within the interval: waits
+    assert mon.snapshot_due() == T + 10_002  # the unit's timer brings it: an interval after the last one
+    mon = reload(mon)
+    assert mon.snapshot(T + 10_001) == []
+    (late,) = mon.snapshot(T + 10_002)
+    assert late.record["queues"] == [{"queue": "A", "depth": 1, "service_timer_start": T + 5_000}]
+    assert mon.snapshot_due() is None  # nothing changed since
+    mon = reload(mon)
+    assert mon.snapshot(T + 60_000) == []
+
+
+def test_a_forgotten_queue_is_named_so_its_series_go():
+    mon = QueueMonitor("QM1", QS)
+    batch(mon, [act(1, "A", "PUT", T), act(2, "A", "GET", T + 1)])
+    mon = reload(mon)
+    assert mon.expire(T + 100_000, 50_000) == ["A"]
+    (snap,) = mon.snapshot(T + 100_000)
+    assert snap.record["queues"] == [] and snap.record["forgotten"] == ["A"]
+
+
+def test_no_snapshots_when_the_interval_is_zero():
+    mon = QueueMonitor("QM1", MonitorSettings(perfmev="ENABLED"))
+    assert batch(mon, [act(1, "A", "PUT", T)]) == []
+    assert mon.snapshot_due() is None
+
+
+def test_a_structure_publishes_its_usage_and_overflow():
+    d = StructureDef("MSGQ1", size=10, initsize=10, ovflwstr="OVFQ1", ovflwsize=20, clear_hold_ms=0)
+    mon = StructureMonitor("MSGQ1", StructureSettings((d,), snapshot_interval_ms=10_000))
+    for i in range(3):
+        mon.on_activity(Activity(f"e{i}", "IMSA", "APP.Q1", "PUT", T + i, msg_bytes=512, clock=T + i))
+    (snap,) = mon.snapshot(T + 2)
+    r = snap.record
+    assert snap.key == "MSGQ1" and r["structure"] == "MSGQ1" and r.get("qmgr") is None
+    assert (r["size_kb"], r["capacity_elements"], r["used_elements"]) == (10, 20, 3)
+    assert (r["overflow_structure"], r["overflow_size_kb"], r["overflow_capacity_elements"]) == ("OVFQ1", 20, 40)
+    assert (r["overflow_used_elements"], r["overflow_mode"], r["queues_in_overflow"]) == (0, False, 0)
+    mon.pack()
+    state = dict(mon.state)
+    state["queues"] = Lazy(dict(mon.state["queues"].items()), lambda q: q)
+    mon = StructureMonitor("MSGQ1", mon.settings, state)  # the next batch, no queue used
+    assert mon.snapshot(T + 20_000) == []  # unchanged since

@@ -13,6 +13,9 @@ says whether they do.
   JVM and the Python workers, and the ratio qmon / baseline.
 * ``--latency``: produce at R records/s for S seconds while the job runs with a short trigger;
   prints p50/p95/p99 of (output record's Kafka timestamp - input record's Kafka timestamp).
+* ``--mq-trace``: the same puts and gets (no structure) twice through the job, as QueueActivity Avro records
+  on ``qmon.activity`` and as MQ activity trace PCF messages (``--calls`` calls each) on ``qmon.mq.trace``;
+  prints the job's records/s for each, side by side, and whether both gave the same performance events.
 * ``--cluster``: also run the job on a Spark standalone cluster (master + 2 workers on loopback)
   and check its output equals the local run's.
 """
@@ -48,6 +51,11 @@ T0 = 1_700_000_000_000
 
 def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     """(key, Avro value) for n activity records, ts strictly increasing."""
+    return [(f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records(n, queues, seed)]
+
+
+def records(n: int, queues: int, seed: int = 42) -> list[dict[str, Any]]:
+    """n QueueActivity records (dicts), ts strictly increasing."""
     rng = random.Random(seed)
     depth = [0] * queues
     out = []
@@ -67,7 +75,25 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
             "structure": "MSGQ1" if q % 2 else "MSGQ2",
             "reason": None,
         }
-        out.append((f"{qmgr}/Q{q:05d}".encode(), avro.encode("QueueActivity", rec)))
+        out.append(rec)
+    return out
+
+
+def trace_workload(recs: list[dict[str, Any]], calls: int) -> list[tuple[bytes, bytes]]:
+    """The same puts and gets as MQ activity trace: per queue manager, one PCF message per ``calls`` calls
+    (keyed by queue manager, so each one's messages stay in order)."""
+    from qmon.core import pcf
+
+    enc = pcf.Encoder()
+    pending: dict[str, list[bytes]] = {}
+    out = []
+    for r in recs:
+        op = pcf.XF_PUT if r["op"] == "PUT" else pcf.XF_GET
+        group = pending.setdefault(r["qmgr"], [])
+        group.append(enc.call(op, r["queue"], ts_ms=r["ts"], msg_length=r["msg_bytes"], options=0x4))
+        if len(group) == calls:
+            out.append((r["qmgr"].encode(), enc.trace(r["qmgr"], pending.pop(r["qmgr"]))))
+    out.extend((q.encode(), enc.trace(q, group)) for q, group in pending.items())
     return out
 
 
@@ -324,6 +350,50 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
     return elapsed, ids, len(outs), breakdown
 
 
+def mq_trace(spark: Any, bootstrap: str, n: int, queues: int, calls: int, tmp: Path) -> None:
+    """The job's input decoding, side by side: the same puts and gets (no structure, so the rest of the job is
+    the same work) as QueueActivity Avro on qmon.activity, then as activity trace PCF on qmon.mq.trace."""
+    results = []
+    runs = [("warm-up", False), ("warm-up", True)]  # not counted: the first runs start workers, compile code
+    runs += [("QueueActivity (Avro)", False), (f"activity trace (PCF, {calls} calls a message)", True)]
+    for how, trace in runs:
+        recs = records(min(n, 20_000) if how == "warm-up" else n, queues)
+        for r in recs:
+            r["structure"] = None
+        prefix = f"bench{uuid.uuid4().hex[:6]}"
+        config = config_for(prefix)
+        config = config.model_copy(
+            update={"structures": (), "mq_trace": config.mq_trace.model_copy(update={"enabled": trace})}
+        )
+        ensure_topics(bootstrap, 2, prefix=prefix, mq_trace=trace)
+        if trace:
+            rows = trace_workload(recs, calls)
+            topic = topics.physical(topics.MQ_TRACE, prefix)
+        else:
+            rows = [(f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in recs]
+            topic = topics.physical(topics.ACTIVITY, prefix)
+        produce(bootstrap, topic, rows)
+        with PeakMemory() as mem:
+            secs, _ids, outs, breakdown = run_qmon(spark, bootstrap, prefix, config, tmp)
+        events = sorted(
+            (e["type"], e["queue"], to_ms(e["ts"]))
+            for _, v, _ in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)])
+            for e in [avro.decode("PerformanceEvent", v)]
+        )
+        if how == "warm-up":
+            continue
+        results.append(events)
+        print(
+            f"{how}: {len(rows):,} Kafka records, {secs:.1f} s, {len(recs) / secs:,.0f} puts and gets/s, {outs} output "
+            f"records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, Python workers {mem.py / 2**20:,.0f} MiB"
+        )
+        print(f"  {breakdown}")
+    print(
+        "the same performance events both ways: "
+        + ("yes" if results[0] == results[1] else f"NO ({len(results[0])} against {len(results[1])})")
+    )
+
+
 def _pct(values: list[float], f: float) -> float:
     return values[min(len(values) - 1, int(f * len(values)))] if values else float("nan")
 
@@ -531,6 +601,8 @@ def main() -> int:
     ap.add_argument("--shuffle", type=int, help="shuffle partitions (default: 4 for throughput, 2 for latency)")
     ap.add_argument("--input-tasks", type=int, help="tasks reading the input per batch (default: one per partition)")
     ap.add_argument("--no-baseline", action="store_true", help="qmon only (when measuring one change)")
+    ap.add_argument("--mq-trace", action="store_true", help="the job over Avro and over activity trace (PCF)")
+    ap.add_argument("--calls", type=int, default=50, help="--mq-trace: MQI calls per trace message")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = ap.parse_args()
     if args.operator == "tws":
@@ -564,6 +636,9 @@ def main() -> int:
         if args.latency:
             for rate in args.rate:
                 latency(spark, bootstrap, rate, args.seconds, args.queues, tmp, warmup=args.warmup)
+            return 0
+        if args.mq_trace:
+            mq_trace(spark, bootstrap, args.records, args.queues, args.calls, tmp)
             return 0
         prefix = f"bench{uuid.uuid4().hex[:6]}"
         config = config_for(prefix)

@@ -48,6 +48,38 @@ def _dead(reason: str, error: str, line_no: int, raw: bytes, ts: int, topic: str
     }
 
 
+def _trace_row(obj: dict[str, Any], line_no: int, raw: bytes, last_ts: int) -> tuple | dict[str, Any]:
+    """``{"mq_trace": base64[, "partition": P, "offset": O]}`` -> a trace topic row (the message body's bytes,
+    at P/O: the coordinates its ids derive from; default 0 and the line number).  Its time on the replay's
+    clock is its newest call's (``qmon.core.pcf``), or the previous line's."""
+    import base64
+    import binascii
+
+    from qmon.core import pcf
+
+    fmt = "MQ activity trace (PCF)"
+    try:
+        body = base64.b64decode(str(obj["mq_trace"]), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        return _dead(
+            "QMON_INVALID_FIELD", f"mq_trace is not base64: {exc}", line_no, raw, last_ts, topics.MQ_TRACE, fmt
+        )
+    partition, offset = obj.get("partition", 0), obj.get("offset", line_no)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (partition, offset)):
+        return _dead(
+            "QMON_INVALID_FIELD",
+            "partition and offset must be whole numbers",
+            line_no,
+            raw,
+            last_ts,
+            topics.MQ_TRACE,
+            fmt,
+        )
+    calls = pcf.decode(body, partition=partition, offset=offset).activity
+    ts = max((c["ts"] for c in calls), default=last_ts)
+    return (topics.MQ_TRACE, partition, offset, b"", body, ts)
+
+
 def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
     """JSONL lines -> Kafka-shaped rows (or dead letters for faults of the file)."""
     rows: list[tuple] = []
@@ -88,6 +120,14 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
         ts = obj.get("ts")
         if isinstance(ts, int) and not isinstance(ts, bool):
             last_ts = ts
+        if "mq_trace" in obj:  # an MQ activity trace message, as the Kafka Connect MQ source copies it
+            trace = _trace_row(obj, line_no, raw, last_ts)
+            if isinstance(trace, dict):
+                dead.append(trace)
+            else:
+                rows.append(trace)
+                last_ts = max(last_ts, trace[5])
+            continue
         if "command" in obj:
             topic, fmt = topics.CONTROL, "ControlCommand"
             missing = [k for k in ("ts", "qmgr", "command") if obj.get(k) is None]

@@ -239,17 +239,29 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     return df.withColumn("dlq_error", F.when(F.col("cmd_invalid"), F.col("p.error")).otherwise(F.col("dlq_error")))
 
 
-def decode(raw: DataFrame | dict[str, DataFrame], names: dict[str, str]) -> DataFrame:
+def decode(
+    raw: DataFrame | dict[str, DataFrame], names: dict[str, str], mq_trace: tuple[str, str] | None = None
+) -> DataFrame:
     """Every input record decoded, one decoder per input topic, in one union.
 
     ``raw`` is one Kafka-shaped DataFrame per logical input topic (``qmon run``: one Kafka source
-    each), or one DataFrame holding them all (``qmon replay``), split here by topic."""
+    each), or one DataFrame holding them all (``qmon replay``), split here by topic.  With ``mq_trace``
+    ((encoding, time zone)), the MQ activity trace topic too (``streaming.trace``): its calls become
+    decoded activity, routed like ``qmon.activity``'s."""
+    wanted = [*_INPUTS, topics.MQ_TRACE] if mq_trace else list(_INPUTS)
     if not isinstance(raw, dict):
-        raw = {t: raw.where(F.col("topic") == names[t]) for t in _INPUTS}
+        raw = {t: raw.where(F.col("topic") == names[t]) for t in wanted}
     parts = [decode_topic(raw[t], t, names) for t in _INPUTS if t in raw]
     dec = parts[0]
     for part in parts[1:]:
         dec = dec.unionByName(part)
+    if mq_trace and topics.MQ_TRACE in raw:
+        from qmon.streaming.trace import decode_trace_topic
+
+        nulls = {c: F.lit(None).cast(dec.schema[c].dataType) for c in ("rc", "rj", "p")}
+        nulls["cmd_invalid"] = F.lit(False)
+        trace = decode_trace_topic(raw[topics.MQ_TRACE], encoding=mq_trace[0], timezone=mq_trace[1], null_columns=nulls)
+        dec = dec.unionByName(trace.select(*dec.columns))
     return dec
 
 
@@ -411,11 +423,13 @@ def route(
         rank=F.lit(1),
     )
     topic = F.col("topic")
+    # activity: QueueActivity records, and the calls decoded from MQ activity trace (streaming.trace)
+    is_activity = topic.isin(names[topics.ACTIVITY], names.get(topics.MQ_TRACE, names[topics.ACTIVITY]))
     rows = (
         F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
         .when(F.col("dlq_reason").isNotNull(), F.array(dead))
-        .when((topic == names[topics.ACTIVITY]) & F.col("ra.structure").isNotNull(), F.array(activity, for_structure))
-        .when(topic == names[topics.ACTIVITY], F.array(activity))
+        .when(is_activity & F.col("ra.structure").isNotNull(), F.array(activity, for_structure))
+        .when(is_activity, F.array(activity))
         .when(
             topic == names[topics.CONTROL],
             F.when(F.col("p.scope") == "qmgr", fan_out).when(F.col("p.scope") == "parts", parts).otherwise(one),
@@ -437,6 +451,7 @@ def build(
     structure_settings: Any = None,
     structure_buckets: dict[str, int] | None = None,
     input_tasks: int | None = None,
+    mq_trace: tuple[str, str] | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
@@ -453,7 +468,7 @@ def build(
 
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
-    dec = decode(raw, names)
+    dec = decode(raw, names, mq_trace)
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
     dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all

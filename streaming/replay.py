@@ -57,8 +57,11 @@ def _jsonable(topic: str, record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> list[dict[str, Any]]:
-    """Run the query once over encoded rows; returns the output records in order."""
+def run_rows(
+    spark: Any, encoded: Encoded, config: Config, workdir: Path, *, snapshots: bool = False
+) -> list[dict[str, Any]]:
+    """Run the query once over encoded rows; returns the output records in order (the units' snapshots,
+    which follow where micro-batches split, only with ``snapshots``)."""
     from pyspark.sql import functions as F
 
     from qmon.streaming.pipeline import build
@@ -83,6 +86,7 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
         watermark_delay="0 seconds",
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         structure_buckets=placed,
+        mq_trace=config.mq_trace.settings() if any(r[0] == topics.MQ_TRACE for r in encoded.rows) else None,
     )
     collected: list[Any] = []
 
@@ -100,6 +104,8 @@ def run_rows(spark: Any, encoded: Encoded, config: Config, workdir: Path) -> lis
         raise RuntimeError(f"the replay query failed: {query.exception()}")
     records = []
     for _batch, topic, _key, value, order_ts, order_seq, order_idx in collected:
+        if topic in topics.STATUS and not snapshots:
+            continue
         rec = avro.decode(topics.RECORD_OF[topic], bytes(value))
         records.append(((order_ts, order_seq, order_idx, topic, rec.get("event_id", "")), _jsonable(topic, rec)))
     for d in encoded.dead:

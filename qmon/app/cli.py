@@ -88,12 +88,42 @@ def cmd_produce(args: argparse.Namespace) -> int:
     for d in encoded.dead:
         print(f"qmon produce: {args.input}: {d['error']} ({d['reason_name']}); not sent", file=sys.stderr)
     prefix = config.kafka.topic_prefix
+    bootstrap = _bootstrap(args, config)
+    if any(row[0] == topics.MQ_TRACE for row in encoded.rows):  # trace lines: raw PCF bytes, no key (as the
+        from qmon.connectors.kafka import ensure_topics  # Kafka Connect MQ source writes them)
+
+        ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=True)
     n = produce_rows(
-        _bootstrap(args, config),
-        ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
+        bootstrap,
+        ((topics.physical(t, prefix), k or None, v) for t, _p, _o, k, v, _ts in encoded.rows),
         config.kafka.security,
     )
     print(f"qmon produce: {n} records sent", file=sys.stderr)
+    return 0
+
+
+def cmd_seed_depth(args: argparse.Namespace) -> int:
+    from qmon.connectors import avro
+    from qmon.connectors.clients import produce_rows
+    from qmon.core.seed import depths_from_display, start_records
+
+    config = _config(args)
+    text = Path(args.file).read_text() if args.file and args.file != "-" else sys.stdin.read()
+    depths = depths_from_display(text)
+    if not depths:
+        print(
+            "qmon seed-depth: no QUEUE(...) with CURDEPTH(...) in the input (paste DISPLAY QLOCAL(*) CURDEPTH)",
+            file=sys.stderr,
+        )
+        return 1
+    records = start_records(args.qmgr, depths, int(time.time() * 1000))
+    topic = topics.physical(topics.ACTIVITY, config.kafka.topic_prefix)
+    rows = [(topic, f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records]
+    n = produce_rows(_bootstrap(args, config), rows, config.kafka.security)
+    print(
+        f"qmon seed-depth: {n} queues of {args.qmgr} seeded ({', '.join(f'{q}={d}' for q, d in depths[:5])}{' ...' if n > 5 else ''})",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -213,14 +243,15 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     import time as _time
 
-    from qmon.app.simulator import SETUP_MQSC, Simulator
+    from qmon.app.simulator import SETUP_MQSC, Simulator, as_mq_trace
     from qmon.connectors.clients import produce_paced, send_commands
     from qmon.connectors.kafka import ensure_topics
 
     config = _config(args)
     bootstrap = _bootstrap(args, config)
     prefix = config.kafka.topic_prefix
-    ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix)
+    trace = args.format == "mq-trace"
+    ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=trace)
     t0 = int(_time.time() * 1000)
     if not args.no_setup:
         for qmgr, commands in SETUP_MQSC.items():
@@ -241,7 +272,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         n = produce_paced(
             bootstrap,
-            sim.items(),
+            as_mq_trace(sim.items()) if trace else sim.items(),
             duration=args.duration,
             security=config.kafka.security,
             prefix=prefix,
@@ -249,11 +280,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         n = sim.seq
-    print(
-        f"\nsimulate: produced {n} records to {topics.physical(topics.ACTIVITY, prefix)} (seed {args.seed}); "
-        f"{sim.stats}",
-        file=sys.stderr,
-    )
+    where = topics.physical(topics.ACTIVITY, prefix)
+    if trace:
+        where += (
+            f" and {topics.physical(topics.MQ_TRACE, prefix)} (MQ activity trace: run the job with mq_trace.enabled)"
+        )
+    print(f"\nsimulate: produced {n} records to {where} (seed {args.seed}); {sim.stats}", file=sys.stderr)
     return 0
 
 
@@ -295,13 +327,57 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- Prometheus, Alertmanager
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from qmon.app.exporter import run as run_exporter
+
+    config = _config(args)
+    return run_exporter(
+        _bootstrap(args, config),
+        port=args.port,
+        bind=args.bind,
+        prefix=config.kafka.topic_prefix,
+        security=config.kafka.security,
+    )
+
+
+def cmd_alertmanager(args: argparse.Namespace) -> int:
+    from qmon.app.alertmanager import Forwarder
+    from qmon.core.config import duration_ms
+
+    config = _config(args)
+    try:
+        resend_ms = duration_ms(args.resend)
+    except ValueError as exc:
+        print(f"qmon alertmanager: --resend: {exc}", file=sys.stderr)
+        return 2
+    forwarder = Forwarder(
+        _bootstrap(args, config),
+        args.url,
+        prefix=config.kafka.topic_prefix,
+        security=config.kafka.security,
+        group=args.group,
+        resend_ms=resend_ms,
+    )
+    return forwarder.run()
+
+
 # ---------------------------------------------------------------- demo
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from qmon.app.demo import demo
 
-    return demo(duration=args.duration, workdir=args.dir, rate=args.rate, seed=args.seed)
+    return demo(
+        duration=args.duration,
+        workdir=args.dir,
+        rate=args.rate,
+        seed=args.seed,
+        metrics_port=args.metrics_port,
+        fmt=args.format,
+    )
 
 
 # ---------------------------------------------------------------- parser
@@ -362,6 +438,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the replies")
     sp.set_defaults(func=cmd_mqsc)
 
+    sp = sub.add_parser(
+        "seed-depth", help="set queue depths from runmqsc DISPLAY QLOCAL(*) CURDEPTH output (START records)"
+    )
+    common(sp)
+    sp.add_argument("file", nargs="?", default="-", help="the DISPLAY output (default: standard input)")
+    sp.add_argument("-m", "--qmgr", default=os.environ.get("QMON_QMGR", "QM1"), help="queue manager (default QM1)")
+    sp.set_defaults(func=cmd_seed_depth)
+
     sp = sub.add_parser("tail", help="follow output topics")
     common(sp)
     sp.add_argument("topics", nargs="*", help=f"topics (default: {', '.join(topics.OUTPUTS)})")
@@ -378,6 +462,12 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--duration", type=float, default=None, help="seconds to run (default: until Ctrl-C)")
     sp.add_argument("--seed", type=int, default=1, help="the same seed gives the same records")
     sp.add_argument("--no-setup", action="store_true", help="do not send the setup MQSC (PERFMEV, QSVCINT)")
+    sp.add_argument(
+        "--format",
+        choices=["avro", "mq-trace"],
+        default="avro",
+        help="mq-trace: MQ puts and gets as activity trace PCF messages on qmon.mq.trace (IMS stays Avro)",
+    )
     sp.set_defaults(func=cmd_simulate)
 
     sp = sub.add_parser("dlq-handler", help="work qmon.dlq down with an IBM MQ style rules table")
@@ -385,6 +475,21 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--rules", required=True, help="the rules table (runmqdlq syntax; see config/dlq.rules)")
     sp.add_argument("--check", action="store_true", help="validate and print the rules, then exit (0 valid, 1 not)")
     sp.set_defaults(func=cmd_dlq_handler)
+
+    sp = sub.add_parser("metrics", help="a Prometheus exporter of qmon's outputs and the job's health")
+    common(sp)
+    sp.add_argument("--port", type=int, default=9464, help="HTTP port of /metrics (default 9464)")
+    sp.add_argument("--bind", default="0.0.0.0", help="address to listen on (default all)")
+    sp.set_defaults(func=cmd_metrics)
+
+    sp = sub.add_parser("alertmanager", help="forward qmon's alerts to Alertmanager (v2 API)")
+    common(sp)
+    sp.add_argument("--url", required=True, help="Alertmanager's base URL, e.g. http://localhost:9093")
+    sp.add_argument("--group", default="qmon-alertmanager", help="Kafka consumer group (its offsets: what was sent)")
+    sp.add_argument(
+        "--resend", default="1 minute", help="re-send firing alerts this often (default 1 minute, as Prometheus)"
+    )
+    sp.set_defaults(func=cmd_alertmanager)
 
     sp = sub.add_parser("demo", help="local broker + sample workload + the job, events shown live")
     sp.add_argument(
@@ -396,6 +501,15 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--dir", help="working directory (default: a new temporary directory, removed at the end)")
     sp.add_argument("--rate", type=float, default=100.0, help="simulator records per second (default 100)")
     sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument(
+        "--metrics-port", type=int, default=None, help="also serve qmon's Prometheus metrics on this port (e.g. 9464)"
+    )
+    sp.add_argument(
+        "--format",
+        choices=["avro", "mq-trace"],
+        default="avro",
+        help="mq-trace: the MQ calls reach the job as activity trace PCF messages (qmon.mq.trace)",
+    )
     sp.set_defaults(func=cmd_demo)
     return p
 

@@ -116,9 +116,16 @@ class View:
             return "\n".join(out)
 
 
-def demo(duration: float | None = None, workdir: str | None = None, rate: float = 100.0, seed: int = 1) -> int:
+def demo(
+    duration: float | None = None,
+    workdir: str | None = None,
+    rate: float = 100.0,
+    seed: int = 1,
+    metrics_port: int | None = None,
+    fmt: str = "avro",
+) -> int:
     from qmon.app.render import line
-    from qmon.app.simulator import Simulator
+    from qmon.app.simulator import Simulator, as_mq_trace
     from qmon.connectors.broker import LocalKafka
     from qmon.connectors.clients import consume, produce_paced, send_commands, wait_for_replies
     from qmon.connectors.kafka import ensure_topics
@@ -132,6 +139,9 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
     base.mkdir(parents=True, exist_ok=True)
     with resources.as_file(SAMPLES / "demo.yaml") as path:
         config = load_config(path)
+    trace = fmt == "mq-trace"  # the MQ calls as activity trace PCF messages on qmon.mq.trace
+    if trace:
+        config = config.model_copy(update={"mq_trace": config.mq_trace.model_copy(update={"enabled": True})})
     broker = LocalKafka(workdir=base / "kafka")
     view = View(config.structure_settings())
     stop = threading.Event()
@@ -139,12 +149,20 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
     query = None
     spark = None
     producer_thread = None
+    exporter = None
     t_start = time.monotonic()
     try:
         print(f"qmon demo: starting a local Kafka broker (working directory {base})", flush=True)
         broker.start()
         bootstrap = broker.bootstrap
-        ensure_topics(bootstrap, config.kafka.partitions)
+        ensure_topics(bootstrap, config.kafka.partitions, mq_trace=trace)
+        if metrics_port is not None:
+            from qmon.app.exporter import Exporter
+
+            exporter = Exporter(bootstrap)
+            port = exporter.serve(metrics_port, "127.0.0.1")
+            exporter.start()
+            print(f"qmon demo: Prometheus metrics on http://127.0.0.1:{port}/metrics", flush=True)
         print(
             f"qmon demo: broker on {bootstrap}; starting the qmon job (Spark; the first start takes a while)",
             flush=True,
@@ -159,7 +177,8 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
             r = replies.get(cid)
             print(f"  mqsc> {text}\n        {r['message'] if r else 'no reply (is the job running?)'}", flush=True)
         sim = Simulator(seed=seed, rate=rate, t0=int(time.time() * 1000))
-        print(f"qmon demo: simulator running at {rate:.0f} records/s (seed {seed}); events follow", flush=True)
+        how = " (MQ calls as activity trace on qmon.mq.trace)" if trace else ""
+        print(f"qmon demo: simulator running at {rate:.0f} records/s (seed {seed}){how}; events follow", flush=True)
 
         def items() -> Any:
             for item in sim.items():
@@ -167,7 +186,7 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
                 yield item
 
         def produce() -> None:
-            produce_paced(bootstrap, items(), duration=None, stop=stop)
+            produce_paced(bootstrap, as_mq_trace(items()) if trace else items(), duration=None, stop=stop)
             # Keep event time moving while inputs are quiet, so timers (stall, overflow scan) fire.
 
         def heartbeat() -> None:
@@ -208,6 +227,8 @@ def demo(duration: float | None = None, workdir: str | None = None, rate: float 
             from qmon.streaming.spark import shutdown
 
             shutdown(spark)
+        if exporter is not None:
+            exporter.stop()
         broker.stop()
         if workdir is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -184,3 +184,45 @@ class Simulator:
 SETUP_MQSC = {
     "QM1": ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL('PAYROLL.REQUEST') QSVCINT(2000) QSVCIEV(HIGH)"],
 }
+
+
+def as_mq_trace(items: Iterator[Item], interval_ms: int = 1000, order: str = "<") -> Iterator[Item]:
+    """The same workload as IBM MQ application activity trace: each queue manager's MQ puts and gets
+    (records without a structure) grouped into one PCF message per ``interval_ms`` of event time, on
+    ``qmon.mq.trace`` as raw bytes (what the Kafka Connect MQ source copies); IMS activity stays QueueActivity
+    on ``qmon.activity``, and a malformed record becomes a malformed trace message."""
+    from qmon.core import pcf
+
+    enc = pcf.Encoder(order=order)
+    calls: dict[str, list[bytes]] = {}
+    started: dict[str, int] = {}
+
+    def flush(qmgr: str, ts: int) -> Item:
+        body = enc.trace(qmgr, calls.pop(qmgr), appl="qmon simulate")
+        started.pop(qmgr, None)
+        return Item(ts, topics.MQ_TRACE, qmgr.encode(), body)
+
+    for item in items:
+        for qmgr in [q for q, t in started.items() if item.ts - t >= interval_ms]:
+            yield flush(qmgr, item.ts)
+        rec = item.value
+        if isinstance(rec, bytes):
+            yield Item(item.ts, topics.MQ_TRACE, item.key, rec)
+            continue
+        if item.topic != topics.ACTIVITY or rec.get("structure") is not None or rec["op"] not in ("PUT", "GET"):
+            yield item
+            continue
+        op = pcf.XF_PUT if rec["op"] == "PUT" else pcf.XF_GET
+        failed = rec.get("reason") is not None
+        calls.setdefault(rec["qmgr"], []).append(
+            enc.call(
+                op,
+                rec["queue"],
+                ts_ms=rec["ts"],
+                msg_length=rec.get("msg_bytes"),
+                comp_code=2 if failed else 0,
+                reason=rec.get("reason") or 0,
+                options=0x4,  # MQPMO_NO_SYNCPOINT / MQGMO_NO_SYNCPOINT
+            )
+        )
+        started.setdefault(rec["qmgr"], rec["ts"])

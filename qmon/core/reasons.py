@@ -22,6 +22,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "QMON_INVALID_JSON": (65541, "a replay input line is not a JSON object"),
     "QMON_INVALID_COMMAND": (65542, "the MQSC command is unknown or invalid (the reply names the keyword)"),
     "QMON_UNKNOWN_RECORD": (65543, "a replay input line is neither activity, a command nor journal status"),
+    "QMON_BAD_PCF": (65544, "an MQ activity trace message is not PCF activity trace, or is cut short"),
 }
 
 CODE = {name: code for name, (code, _) in REASONS.items()}

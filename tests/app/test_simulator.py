@@ -72,3 +72,28 @@ def test_the_demo_workload_raises_one_alert_per_episode_a_person_would_count():
     for kind in ("STRUCTURE_FULL", "STRUCTURE_NEAR_FULL", "OVERFLOW_MODE_ENTERED"):
         per_structure = collections.Counter(r["structure"] for r in firing if r["type"] == kind)
         assert all(n <= fills for n in per_structure.values()), (kind, per_structure)
+
+
+def test_the_workload_as_mq_activity_trace_carries_the_same_mq_calls():
+    from qmon.app.simulator import Simulator, as_mq_trace
+    from qmon.core import pcf, topics
+
+    items = Simulator(seed=3, rate=400).take(2_000)
+    mq = [
+        i.value
+        for i in items
+        if i.topic == topics.ACTIVITY and isinstance(i.value, dict) and i.value["structure"] is None
+    ]
+    traced = list(as_mq_trace(iter(items), interval_ms=1000))
+    messages = [i for i in traced if i.topic == topics.MQ_TRACE]
+    decoded = [r for i, m in enumerate(messages) for r in pcf.decode(m.value, offset=i).activity]
+    key = lambda r: (r["ts"], r["qmgr"], r["queue"], r["op"], r["msg_bytes"])  # noqa: E731
+    # every traced call is one of the MQ records (the last interval of each queue manager is still open)
+    from collections import Counter
+
+    assert not Counter(map(key, decoded)) - Counter(map(key, mq))
+    assert len(decoded) > 0.9 * len(mq)
+    assert any(pcf.decode(m.value).fatal for m in messages)  # the malformed records, as broken trace
+    assert all(
+        i.value["structure"] is not None for i in traced if i.topic == topics.ACTIVITY and isinstance(i.value, dict)
+    )

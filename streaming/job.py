@@ -49,9 +49,10 @@ def start_query(
             reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
         raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
     trace = topics.physical(topics.MQ_TRACE, config.kafka.topic_prefix)
-    read_trace = config.mq_trace.enabled is True or (
-        config.mq_trace.enabled == "auto" and topic_exists(bootstrap, trace, config.kafka.security)
-    )
+    read_trace = config.mq_trace.enabled is True
+    if config.mq_trace.enabled == "auto":  # as the checkpoint was started, else whether the topic exists now
+        recorded = checkpoint_reads(checkpoint, trace)
+        read_trace = recorded if recorded is not None else topic_exists(bootstrap, trace, config.kafka.security)
     if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
         reader = (
             spark.readStream.format("kafka")
@@ -90,6 +91,23 @@ def start_query(
     if publish_progress:
         ProgressPublisher(query, bootstrap, config).start()
     return query
+
+
+def checkpoint_reads(checkpoint: str, topic: str) -> bool | None:
+    """Whether an existing checkpoint's query reads ``topic`` (from its latest offsets file, which names every
+    Kafka source's topics); None when there is no local checkpoint with offsets yet.  Spark refuses a query
+    whose sources differ from its checkpoint's, so ``mq_trace.enabled: auto`` keeps what the checkpoint has."""
+    from pathlib import Path
+
+    path = checkpoint.removeprefix("file://") if checkpoint.startswith("file://") else checkpoint
+    if "://" in path:  # a checkpoint on HDFS, S3, ...: not read here
+        return None
+    offsets = Path(path) / "offsets"
+    batches = [f for f in offsets.iterdir() if f.name.isdigit()] if offsets.is_dir() else []
+    if not batches:
+        return None
+    latest = max(batches, key=lambda f: int(f.name))
+    return json.dumps(topic) + ":" in latest.read_text(errors="replace")
 
 
 class ProgressPublisher(threading.Thread):

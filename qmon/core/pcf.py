@@ -64,6 +64,7 @@ BROWSE = 0x10 | 0x20 | 0x800  # MQGMO_BROWSE_FIRST, _NEXT, _MSG_UNDER_CURSOR: no
 SYNCPOINT = 0x2  # MQPMO_SYNCPOINT, MQGMO_SYNCPOINT
 CBCT_MSG_REMOVED = 6
 CC_FAILED = 2
+MQRC_BACKED_OUT = 2003
 
 TS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the latest time qmon accepts
 
@@ -247,7 +248,12 @@ def _call(
     members = _fields(listed)
     op = members.get(OPERATION_ID)
     if op == XF_CMIT:
-        out.activity.extend(pending)
+        if members.get(COMP_CODE) == CC_FAILED and members.get(REASON_CODE) != MQRC_BACKED_OUT:
+            return  # the commit did not happen and the unit of work is still open
+        if members.get(COMP_CODE) == CC_FAILED:  # MQRC_BACKED_OUT: the queue manager backed it out
+            out.ignored += len(pending)
+        else:
+            out.activity.extend(pending)
         pending.clear()
         return
     if op == XF_BACK:

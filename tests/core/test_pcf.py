@@ -142,6 +142,20 @@ def test_work_under_syncpoint_counts_when_committed_and_never_when_backed_out():
     assert d.ignored == 1
 
 
+def test_a_commit_that_fails_backed_out_drops_the_work_and_one_that_fails_otherwise_leaves_it_open():
+    e = Encoder()
+    calls = [
+        e.call(pcf.XF_PUT, "A", ts_ms=T, options=0x2),
+        e.call(pcf.XF_CMIT, ts_ms=T + 1, comp_code=2, reason=2003),  # MQRC_BACKED_OUT: nothing happened
+        e.call(pcf.XF_PUT, "A", ts_ms=T + 2, options=0x2),
+        e.call(pcf.XF_CMIT, ts_ms=T + 3, comp_code=2, reason=2009),  # MQRC_CONNECTION_BROKEN: still open
+        e.call(pcf.XF_CMIT, ts_ms=T + 4),  # ... and committed here
+    ]
+    d = decode(e.trace("QM1", calls))
+    assert ops(d) == [("PUT", "A", T + 2, None, None)]
+    assert d.ignored == 1
+
+
 def test_ebcdic_strings_from_configuration():
     e = Encoder(order=">", encoding="cp037")
     d = decode(e.trace("QMI", [e.call(pcf.XF_PUT, "PAY.IN", ts_ms=T)]), encoding="cp037")

@@ -97,3 +97,35 @@ def test_trace_bytes_raise_the_same_events_as_activity_records(kafka_bootstrap, 
     dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=b, idle=4, timeout=60)]
     assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"garbage")]
     assert dead[0]["error"].startswith("at byte 0: not an activity trace message")
+
+
+def test_auto_keeps_what_the_checkpoint_was_started_with(kafka_bootstrap, spark, tmp_path):
+    """The trace topic appearing after a checkpoint was started without it (``qmon simulate --format
+    mq-trace``, the connector) must not change the query's sources, which Spark refuses on a checkpoint; a new
+    checkpoint reads it."""
+    import uuid
+
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)  # no trace topic yet
+    setup(kafka_bootstrap, prefix)
+    activity = topics.physical(topics.ACTIVITY, prefix)
+
+    def record(i: int, op: str, dt: int) -> tuple[str, bytes, bytes]:
+        rec = {"event_id": f"x{i}", "qmgr": "QM1", "queue": "PAY.IN", "op": op, "ts": T + dt}
+        rec |= {"depth_after": None, "msg_bytes": 100, "structure": None, "reason": None}
+        return (activity, b"QM1/PAY.IN", avro.encode("QueueActivity", rec))
+
+    config = config_for(prefix, "auto")
+    produce_rows(kafka_bootstrap, [record(i, op, dt) for i, (op, dt) in enumerate(CALLS[:2])])
+    ckpt = str(tmp_path / "ckpt")
+    assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix, mq_trace=True)  # the topic appears
+    produce_rows(kafka_bootstrap, [(topics.physical(topics.MQ_TRACE, prefix), None, b"garbage")])
+    produce_rows(kafka_bootstrap, [record(i, op, dt) for i, (op, dt) in enumerate(CALLS[2:], 2)])
+    assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0  # same sources as before
+    assert [e[0] for e in perf_events(kafka_bootstrap, prefix)] == ["QSVCINT_HIGH", "QSVCINT_OK"]
+    assert list(consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=3, timeout=30)) == []
+    # a new checkpoint finds the topic and reads it
+    assert run(config, kafka_bootstrap, str(tmp_path / "new"), available_now=True, spark=spark) == 0
+    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=4, timeout=60)]
+    assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"garbage")]

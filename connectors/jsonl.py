@@ -77,7 +77,7 @@ def _trace_row(obj: dict[str, Any], line_no: int, raw: bytes, last_ts: int) -> t
         )
     calls = pcf.decode(body, partition=partition, offset=offset).activity
     ts = max((c["ts"] for c in calls), default=last_ts)
-    return (topics.MQ_TRACE, partition, offset, b"", body, ts)
+    return (topics.MQ_TRACE, partition, offset, None, body, ts)  # no key, as the Kafka Connect MQ source
 
 
 def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:

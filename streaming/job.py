@@ -34,12 +34,12 @@ def start_query(
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     kafka = spark_options(bootstrap, config.kafka.security)
-    raw = {}
-    for logical in topics.INPUTS:  # one source per input topic: each is decoded with its own record
+
+    def source(topic: str) -> Any:
         reader = (
             spark.readStream.format("kafka")
             .options(**kafka)
-            .option("subscribe", topics.physical(logical, config.kafka.topic_prefix))
+            .option("subscribe", topic)
             .option("startingOffsets", config.job.starting_offsets)
             .option("includeHeaders", "false")
             # records of aborted transactions (a DLQ handler killed mid-batch) are never read
@@ -47,24 +47,17 @@ def start_query(
         )
         if config.job.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
-        raw[logical] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+        return reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+
+    # one source per input topic: each is decoded with its own record
+    raw = {logical: source(topics.physical(logical, config.kafka.topic_prefix)) for logical in topics.INPUTS}
     trace = topics.physical(topics.MQ_TRACE, config.kafka.topic_prefix)
     read_trace = config.mq_trace.enabled is True
     if config.mq_trace.enabled == "auto":  # as the checkpoint was started, else whether the topic exists now
         recorded = checkpoint_reads(checkpoint, trace)
         read_trace = recorded if recorded is not None else topic_exists(bootstrap, trace, config.kafka.security)
     if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
-        reader = (
-            spark.readStream.format("kafka")
-            .options(**kafka)
-            .option("subscribe", trace)
-            .option("startingOffsets", config.job.starting_offsets)
-            .option("includeHeaders", "false")
-            .option("kafka.isolation.level", "read_committed")
-        )
-        if config.job.max_offsets_per_trigger:
-            reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
-        raw[topics.MQ_TRACE] = reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
+        raw[topics.MQ_TRACE] = source(trace)
         logger.info("qmon job: reading MQ activity trace from %s", trace)
     placed = structure_buckets(spark, checkpoint, [s.strname for s in config.structures])
     out = build(

@@ -89,13 +89,13 @@ def cmd_produce(args: argparse.Namespace) -> int:
         print(f"qmon produce: {args.input}: {d['error']} ({d['reason_name']}); not sent", file=sys.stderr)
     prefix = config.kafka.topic_prefix
     bootstrap = _bootstrap(args, config)
-    if any(row[0] == topics.MQ_TRACE for row in encoded.rows):  # trace lines: raw PCF bytes, no key (as the
-        from qmon.connectors.kafka import ensure_topics  # Kafka Connect MQ source writes them)
+    if any(row[0] == topics.MQ_TRACE for row in encoded.rows):  # trace lines: the topic may not exist yet
+        from qmon.connectors.kafka import ensure_topics
 
         ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=True)
     n = produce_rows(
         bootstrap,
-        ((topics.physical(t, prefix), k or None, v) for t, _p, _o, k, v, _ts in encoded.rows),
+        ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
         config.kafka.security,
     )
     print(f"qmon produce: {n} records sent", file=sys.stderr)

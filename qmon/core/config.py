@@ -272,6 +272,13 @@ class MqTraceConfig(_Model):
     encoding: str = Field("utf-8", description="character set of the trace's strings (cp037, cp500: EBCDIC)")
     timezone: str = Field("UTC", description="time zone of OperationDate/OperationTime, when a call has no HighResTime")
 
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _switch(cls, v: Any) -> Any:
+        if isinstance(v, bool) or v == "auto":
+            return v
+        raise ValueError(f"{v!r} is not auto, true or false")
+
     @field_validator("encoding")
     @classmethod
     def _codec(cls, v: str) -> str:

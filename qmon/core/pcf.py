@@ -285,7 +285,13 @@ def _call(
     )
     ts = _ts(members, timezone)
     if not queue or ts is None or not out.qmgr:
-        what = "queue name" if not queue else "time (838, or 3132 and 3133)" if ts is None else "queue manager (2015)"
+        what = (
+            "queue name (3195, 3141, 3046: activity trace detail LOW leaves them out; set ActivityTrace detail MEDIUM)"
+            if not queue
+            else "time (838, or 3132 and 3133)"
+            if ts is None
+            else "queue manager (2015)"
+        )
         out.problems.append(Problem(at, f"MQI call {index} ({verb}): no {what}"))
         return
     length = members.get(MSG_LENGTH)

@@ -67,6 +67,10 @@ queues:
         ("queues:\n  - pattern: A*\n    qsvcint: -1\n", 3, "queues.0.qsvcint", "greater than or equal to 0"),
         ("queues:\n  - pattern: A*\n  - qsvciev: HIGH\n", 3, "queues.1.pattern", "required key is missing"),
         ("kafka:\n  security:\n    protocol: CARRIER_PIGEON\n", 3, "kafka.security.protocol", "PLAINTEXT"),
+        ("mq_trace:\n  encoding: klingon\n", 2, "mq_trace.encoding", "not a character set"),
+        ("mq_trace:\n  enabled: auto\n  timezone: Mars/Olympus\n", 3, "mq_trace.timezone", "not a time zone"),
+        ("mq_trace:\n  enabled: sometimes\n", 2, "mq_trace.enabled", "'sometimes' is not auto, true or false"),
+        ("monitor:\n  snapshot_interval: often\n", 2, "monitor.snapshot_interval", "not a duration"),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):

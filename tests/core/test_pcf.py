@@ -189,6 +189,7 @@ def test_a_call_without_a_queue_is_a_problem_of_its_own():
     d = decode(msg)
     assert ops(d) == [("PUT", "Q", T + 1, None, None)]
     assert len(d.problems) == 1 and "no queue name" in d.problems[0].message and d.fatal is None
+    assert "detail MEDIUM" in d.problems[0].message  # what the operator does about it
 
 
 @settings(max_examples=300, deadline=None)

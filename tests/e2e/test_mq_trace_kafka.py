@@ -129,3 +129,69 @@ def test_auto_keeps_what_the_checkpoint_was_started_with(kafka_bootstrap, spark,
     assert run(config, kafka_bootstrap, str(tmp_path / "new"), available_now=True, spark=spark) == 0
     dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=4, timeout=60)]
     assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"garbage")]
+
+
+def test_qmon_seed_depth_and_qmon_produce_of_trace_lines_through_the_job(kafka_bootstrap, spark, tmp_path):
+    """The commands an MQ shop runs, as subprocesses: ``qmon seed-depth`` from pasted DISPLAY output sets the
+    depth, ``qmon produce`` sends captured trace lines to the trace topic as raw bytes; the job counts the
+    trace's puts and gets from the seeded depth (RESET QSTATS: HIQDEPTH 5 + 2 puts) and dead-letters the
+    line that is not PCF."""
+    import base64
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    import uuid
+    from pathlib import Path
+
+    prefix = f"t{uuid.uuid4().hex[:8]}"
+    cfg = tmp_path / "qmon.yaml"
+    cfg.write_text(f"kafka:\n  topic_prefix: {prefix}\n  partitions: 2\n")
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def qmon(*args: str, stdin: str | None = None) -> None:
+        cmd = [sys.executable, "-m", "qmon", "--log-level", "WARNING", *args]
+        done = subprocess.run(
+            [*cmd, "--config", str(cfg), "--bootstrap", kafka_bootstrap],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    display = (
+        "AMQ8409I: Display Queue details.\n   QUEUE(PAY.IN)                           CURDEPTH(5)\n"
+        "AMQ8409I: Display Queue details.\n   QUEUE(EMPTY.Q)                          CURDEPTH(0)\n"
+    )
+    qmon("seed-depth", "-m", "QM1", stdin=display)
+    t = int(time.time() * 1000) + 1_000  # after the seed's START records (stamped now)
+    e = pcf.Encoder()
+    body = e.trace(
+        "QM1",
+        [
+            e.call(pcf.XF_PUT, "PAY.IN", ts_ms=t, msg_length=10),
+            e.call(pcf.XF_PUT, "PAY.IN", ts_ms=t + 1, msg_length=10),
+            e.call(pcf.XF_GET, "PAY.IN", ts_ms=t + 2, msg_length=10),
+        ],
+    )
+    lines = tmp_path / "trace.jsonl"
+    lines.write_text(
+        json.dumps({"mq_trace": base64.b64encode(body).decode()})
+        + "\n"
+        + json.dumps({"mq_trace": base64.b64encode(b"not pcf at all").decode()})
+        + "\n"
+    )
+    qmon("produce", str(lines))
+    send_commands(kafka_bootstrap, "QM1", ["RESET QSTATS(PAY.IN)"], ts=t + 10_000, prefix=prefix)
+    assert (
+        run(config_for(prefix, "auto"), kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    )
+    replies = [
+        r["message"] for _, r, _ in consume(kafka_bootstrap, [topics.REPLIES], prefix=prefix, idle=4, timeout=60)
+    ]
+    assert len(replies) == 1 and "HIQDEPTH(7) MSGSIN(2) MSGSOUT(1)" in replies[0], replies
+    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=3, timeout=60)]
+    assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"not pcf at all")]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -466,3 +467,24 @@ def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark
         assert parts and all(sorted(p) == [(1, 2), (2, 2)] for p in parts.values()), parts
     finally:
         query.stop()
+
+
+def test_each_micro_batch_publishes_its_progress_once(spark, kafka_bootstrap, prefix, tmp_path):
+    """qmon.events.progress gets one QueryProgress per micro-batch, handed over by a listener (0.4 polled the
+    query's recentProgress every second, which renders every retained report in the JVM each time)."""
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    config = config_for(prefix, trigger="200 ms")
+    query = start_query(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
+    try:
+        for wave in range(3):  # three waves of input, in separate batches
+            produce_activity(kafka_bootstrap, prefix, [activity(wave * 10 + i, "PUT", wave * 10 + i) for i in range(5)])
+            time.sleep(1.0)
+        assert_eventually(lambda: sum(p["numInputRows"] for p in query.recentProgress) == 15, timeout=60)
+        time.sleep(1.0)  # the no-data batch after them
+    finally:
+        query.stop()
+    reports = [r for t, r, _ in consume(kafka_bootstrap, [topics.PROGRESS], prefix=prefix, idle=4, timeout=60)]
+    batches = [r["batch_id"] for r in reports]
+    assert batches == sorted(set(batches)), "every batch once, in order"
+    assert batches == list(range(batches[0], batches[0] + len(batches))), "no batch missed"
+    assert sum(r["input_rows"] for r in reports) == 15

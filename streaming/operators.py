@@ -46,6 +46,7 @@ from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor, StructureSettings
 from qmon.streaming import state as stored
 from qmon.streaming.rows import OUTPUT_COLUMNS, Kind, Unit
+from qmon.streaming.worker import freeze_imports
 
 
 def _opt_int(values: list[Any]) -> list[int | None]:
@@ -311,6 +312,7 @@ class Monitor:
         return self.structures if key[0] == Unit.STRUCTURE else self.queues
 
     def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        freeze_imports()
         slot = GroupSlot(state)
         if state.hasTimedOut:
             yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
@@ -340,6 +342,7 @@ class MonitorProcessor(StatefulProcessor):
         return self.slots[Unit.STRUCTURE if key[0] == Unit.STRUCTURE else Unit.QUEUES]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        freeze_imports()
         yield from self.unit(key).rows(key[1], sorted_input(rows), self.slot(key))
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:

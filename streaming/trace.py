@@ -63,7 +63,9 @@ def decode_batches(batches: Iterator[Any], encoding: str, timezone: str) -> Iter
     import pyarrow as pa
 
     from qmon.core import pcf
+    from qmon.streaming.worker import freeze_imports
 
+    freeze_imports()
     tz = dt.UTC if timezone.upper() == "UTC" else ZoneInfo(timezone)
     types = {f.name: (pa.int64() if f.name in ("ts", "msg_bytes", "reason") else pa.string()) for f in FLAT.fields}
     for batch in batches:

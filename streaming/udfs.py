@@ -36,6 +36,9 @@ def parse_text(text: str | None) -> tuple[bool, str | None, str | None, str | No
 
 
 def _parse_series(texts: pd.Series) -> pd.DataFrame:
+    from qmon.streaming.worker import freeze_imports
+
+    freeze_imports()
     return pd.DataFrame([parse_text(t) for t in texts], columns=["ok", "error", "scope", "name"])
 
 

@@ -318,6 +318,25 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
 # ---------------------------------------------------------------- qmon
 
 
+class ProgressLog:
+    """Every progress report of one query run, as dicts (``qmon.streaming.job.ProgressListener``: polling
+    ``recentProgress`` renders every retained report in the JVM each time, a cost the job would pay too)."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.reports: list[dict[str, Any]] = []
+        self.listener: Any = None
+
+    def follow(self, query: Any) -> None:
+        from qmon.streaming.job import ProgressListener
+
+        self.listener = ProgressListener(self.spark, self.reports.append).attach(query)
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.detach()
+
+
 def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path) -> tuple[float, set[str], int, str]:
     """Run the job over the workload once (Trigger.AvailableNow); (seconds, event_ids, outputs, breakdown)."""
     from qmon.streaming.job import start_query
@@ -329,7 +348,7 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
     )
     query.awaitTermination()
     elapsed = time.perf_counter() - t
-    # where the wall time went, from the query's own progress reports
+    # where the wall time went, from the query's own progress reports (read once, at the end)
     progress = query.recentProgress
     batches = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
     planning = sum(p["durationMs"].get("queryPlanning", 0) for p in progress) / 1000
@@ -421,7 +440,7 @@ def _lag(bootstrap: str, src: str, progress: dict[str, Any] | None) -> int | Non
 
 
 def latency(
-    spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20, warmup: int = 10
+    spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20, warmup: int = 30
 ) -> None:
     """A sustained-rate run: produce at ``rate`` records/s for ``warmup`` + ``seconds`` while the job runs (200 ms
     trigger); over the last ``seconds`` (the first batches start the Python workers and compile the JVM's
@@ -438,7 +457,9 @@ def latency(
     src = topics.physical(topics.ACTIVITY, prefix)
     rows = workload(rate * (seconds + warmup), queues, seed=7)
     counted_from = rate * warmup  # records before this one are the warm-up
+    log = ProgressLog(spark)
     query = start_query(spark, config, bootstrap, str(tmp / f"ckpt-{prefix}"))
+    log.follow(query)
     deadline = time.monotonic() + 120
     while not query.recentProgress and time.monotonic() < deadline:  # started: its first (empty) batch ran
         time.sleep(0.5)
@@ -447,7 +468,7 @@ def latency(
     seen: set[int] = set()
 
     def collect() -> None:
-        for prog in query.recentProgress:
+        for prog in list(log.reports):
             if prog["batchId"] not in seen:
                 seen.add(prog["batchId"])
                 progress.append(prog)
@@ -463,30 +484,31 @@ def latency(
         p.produce(src, key=k, value=v)
         if i == counted_from:
             progress.clear()
-            seen.update(pr["batchId"] for pr in query.recentProgress)  # batches of the warm-up: not counted
+            seen.update(pr["batchId"] for pr in list(log.reports))  # batches of the warm-up: not counted
         if i % 1000 == 0:
             p.poll(0)
             if time.monotonic() >= next_sample:
                 next_sample += 5
                 collect()
-                lag = _lag(bootstrap, src, query.lastProgress)
+                lag = _lag(bootstrap, src, log.reports[-1] if log.reports else None)
                 if lag is not None:
                     lag_samples.append((time.monotonic() - t0, lag))
     p.flush(60)
     produced_in = time.monotonic() - t0
     collect()
-    lag_at_end = _lag(bootstrap, src, query.lastProgress)
+    lag_at_end = _lag(bootstrap, src, log.reports[-1] if log.reports else None)
     drained = None
     t_end = time.monotonic()
     while time.monotonic() - t_end < settle:
         time.sleep(0.5)
-        lag = _lag(bootstrap, src, query.lastProgress)
+        lag = _lag(bootstrap, src, log.reports[-1] if log.reports else None)
         if lag == 0 and drained is None:
             drained = time.monotonic() - t_end
             time.sleep(2)  # the timers' no-data batch
             break
     collect()
     query.stop()
+    log.close()
     inputs = {avro.decode("QueueActivity", v)["event_id"]: ts for _, v, ts in read_all(bootstrap, [src])}
     lat = []
     for _name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
@@ -589,7 +611,12 @@ def main() -> int:
         "--rate", type=int, nargs="+", default=[5_000, 20_000], help="one or more rates, run one after another"
     )
     ap.add_argument("--seconds", type=int, default=60)
-    ap.add_argument("--warmup", type=int, default=10, help="seconds at the rate before the measured window")
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=30,
+        help="seconds at the rate before the measured window (the JVM compiles for ~2 minutes)",
+    )
     ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--quix-python", help="python of a virtualenv with quixstreams (see benchmarks/quix_app.py)")
     ap.add_argument(
@@ -629,7 +656,6 @@ def main() -> int:
             shuffle_partitions=4,
             extra={
                 "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
-                "spark.sql.streaming.numRecentProgressUpdates": "2000",
                 **dict(c.split("=", 1) for c in args.conf),
             },
         )

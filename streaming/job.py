@@ -117,6 +117,8 @@ class ProgressListener:
         self.spark, self.on_report, self.on_end = spark, on_report, on_end
         self.run_id: str | None = None
         self.jlistener: Any = None
+        self.last_batch = -1
+        self.lock = threading.Lock()  # the listener bus's thread and ``attach`` may both hand reports over
 
     def attach(self, query: Any) -> ProgressListener:
         from py4j.java_gateway import java_import
@@ -130,19 +132,28 @@ class ProgressListener:
         self.run_id = str(query.runId)
         self.jlistener = gateway.jvm.PythonStreamingQueryListenerWrapper(_JavaEvents(self))
         self.spark._jsparkSession.streams().addListener(self.jlistener)
+        if not query.isActive:  # it ended before the listener was there (a short Trigger.AvailableNow run)
+            for p in query.recentProgress:
+                self.progress(p.json)
+            self.terminated(self.run_id)
         return self
 
     def progress(self, text: str) -> None:
         report = json.loads(text)
-        if report.get("runId") == self.run_id:
+        batch = int(report.get("batchId", -1))
+        with self.lock:
+            if report.get("runId") != self.run_id or batch <= self.last_batch:
+                return
+            self.last_batch = batch
             self.on_report(report)
 
-    def terminated(self, run_id: str) -> None:
-        if run_id != self.run_id:
-            return
-        if self.on_end is not None:
-            self.on_end()
-        self.detach()
+    def terminated(self, run_id: str | None) -> None:
+        with self.lock:
+            if run_id != self.run_id or self.jlistener is None:
+                return
+            if self.on_end is not None:
+                self.on_end()
+            self.detach()
 
     def detach(self) -> None:
         """Stop listening (from a thread of its own: this may run on the listener bus's thread)."""

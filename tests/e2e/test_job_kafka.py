@@ -488,3 +488,25 @@ def test_each_micro_batch_publishes_its_progress_once(spark, kafka_bootstrap, pr
     assert batches == sorted(set(batches)), "every batch once, in order"
     assert batches == list(range(batches[0], batches[0] + len(batches))), "no batch missed"
     assert sum(r["input_rows"] for r in reports) == 15
+
+
+def test_the_progress_of_a_run_that_ended_before_its_listener_is_still_handed_over(
+    spark, kafka_bootstrap, prefix, tmp_path
+):
+    """A short Trigger.AvailableNow run can end before the listener is registered: its retained reports are
+    handed over once, and the end too (the publisher flushes there)."""
+    from qmon.streaming.job import ProgressListener
+
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    produce_activity(kafka_bootstrap, prefix, [activity(i, "PUT", i) for i in range(3)])
+    query = start_query(
+        spark, config_for(prefix), kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, publish_progress=False
+    )
+    query.awaitTermination()
+    reports: list[dict[str, Any]] = []
+    ended: list[bool] = []
+    ProgressListener(spark, reports.append, lambda: ended.append(True)).attach(query)
+    batches = [r["batchId"] for r in reports]
+    assert batches and batches == sorted(set(batches))
+    assert sum(r["numInputRows"] for r in reports) == 3
+    assert ended == [True]

@@ -81,11 +81,13 @@ def consume(
     security: KafkaSecurity | None = None,
     stop: Callable[[str, dict[str, Any]], bool] | None = None,
     prefix: str = "qmon",
+    to_end: bool = False,
 ) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """Yield (logical topic, decoded record, message) from qmon's topics (logical names given).
 
-    Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record, or when
-    ``stop(topic, record)`` returns True.
+    Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record, when
+    ``stop(topic, record)`` returns True, or with ``to_end`` once every partition of the topics (as they
+    were when reading began) has been read to its end (records written later may be missed).
     """
     from confluent_kafka import Consumer, KafkaError
 
@@ -96,11 +98,19 @@ def consume(
             "group.id": f"qmon-cli-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest" if from_beginning else "latest",
+            "enable.partition.eof": to_end,
         },
     )
     c = Consumer(conf)
     logical_of = {topics.physical(t, prefix): t for t in topic_names}
     c.subscribe(list(logical_of))
+    pending: set[tuple[str, int]] = set()
+    if to_end:  # every partition of the topics that exist: each must report its end once
+        meta = c.list_topics(timeout=10)
+        for name in logical_of:
+            described = meta.topics.get(name)
+            if described is not None and described.error is None:
+                pending.update((name, p) for p in described.partitions)
     start = last = time.monotonic()
     try:
         while True:
@@ -109,12 +119,17 @@ def consume(
                 return
             if idle is not None and now - last > idle:
                 return
+            if to_end and not pending:
+                return
             msg = c.poll(0.2)
             if msg is None:
                 continue
             err = msg.error()
             if err is not None:
-                if err.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
+                if err.code() == KafkaError._PARTITION_EOF:
+                    pending.discard((msg.topic(), msg.partition()))
+                    continue
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue
                 raise RuntimeError(f"consuming {msg.topic()}: {err}")
             last = time.monotonic()

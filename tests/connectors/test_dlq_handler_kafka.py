@@ -32,25 +32,37 @@ pytestmark = [pytest.mark.kafka]  # the tests that also run the job are marked s
 T0 = 1_700_000_000_000
 
 
-def read_raw(bootstrap: str, topic: str, idle: float = 3.0) -> list[tuple[bytes | None, bytes | None, dict]]:
-    from confluent_kafka import Consumer
+def read_raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None, dict]]:
+    """Every record ``topic`` holds now (committed), read to the end of each partition."""
+    from confluent_kafka import Consumer, KafkaError
 
     c = Consumer(
         client_config(
-            bootstrap, **{"group.id": f"t-{uuid.uuid4()}", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+            bootstrap,
+            **{
+                "group.id": f"t-{uuid.uuid4()}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            },
         )
     )
+    described = c.list_topics(topic, timeout=10).topics[topic]
+    pending = set() if described.error else set(described.partitions)
     c.subscribe([topic])
     out = []
-    last = time.monotonic()
-    deadline = last + 60
-    while time.monotonic() - last < idle and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while pending and time.monotonic() < deadline:
         m = c.poll(0.3)
-        if m is None or m.error():
+        if m is None:
             continue
-        last = time.monotonic()
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                pending.discard(m.partition())
+            continue
         out.append((m.key(), m.value(), dict(m.headers() or [])))
     c.close()
+    assert not pending, f"{topic}: partitions {sorted(pending)} not read to their end in 60 s"
     return out
 
 
@@ -250,7 +262,7 @@ def ledger_entries(bootstrap: str, dlq: str) -> dict[str, Any]:
     import json
 
     entries: dict[str, Any] = {}
-    for key, value, _ in read_raw(bootstrap, f"{dlq}.ignored", idle=2.0):
+    for key, value, _ in read_raw(bootstrap, f"{dlq}.ignored"):
         if value is None:
             entries.pop((key or b"").decode(), None)
         else:

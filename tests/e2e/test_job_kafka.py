@@ -68,8 +68,9 @@ def produce_activity(bootstrap: str, prefix: str, records: list[dict[str, Any] |
     return values
 
 
-def outputs(bootstrap: str, prefix: str, idle: float = 4.0) -> list[tuple[str, dict[str, Any]]]:
-    return [(t, r) for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, idle=idle, timeout=90)]
+def outputs(bootstrap: str, prefix: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every output record the topics hold now (the job that wrote them has finished or been read)."""
+    return [(t, r) for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, to_end=True, timeout=90)]
 
 
 def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_path):

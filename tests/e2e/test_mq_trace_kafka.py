@@ -33,7 +33,7 @@ def config_for(prefix: str, trace: Any) -> Config:
 
 
 def perf_events(bootstrap: str, prefix: str) -> list[tuple[str, str, int]]:
-    out = consume(bootstrap, [topics.PERFORMANCE], prefix=prefix, idle=4, timeout=60)
+    out = consume(bootstrap, [topics.PERFORMANCE], prefix=prefix, to_end=True, timeout=60)
     return sorted((r["type"], r["queue"], avro_ms(r["ts"])) for _, r, _ in out)
 
 
@@ -94,7 +94,7 @@ def test_trace_bytes_raise_the_same_events_as_activity_records(kafka_bootstrap, 
     produce_rows(kafka_bootstrap, [(trace, None, first), (trace, None, second), (trace, None, b"garbage")])
     assert run(config, kafka_bootstrap, str(tmp_path / "b"), available_now=True, spark=spark) == 0
     assert perf_events(kafka_bootstrap, b) == expected
-    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=b, idle=4, timeout=60)]
+    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=b, to_end=True, timeout=60)]
     assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"garbage")]
     assert dead[0]["error"].startswith("at byte 0: not an activity trace message")
 
@@ -124,10 +124,10 @@ def test_auto_keeps_what_the_checkpoint_was_started_with(kafka_bootstrap, spark,
     produce_rows(kafka_bootstrap, [record(i, op, dt) for i, (op, dt) in enumerate(CALLS[2:], 2)])
     assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0  # same sources as before
     assert [e[0] for e in perf_events(kafka_bootstrap, prefix)] == ["QSVCINT_HIGH", "QSVCINT_OK"]
-    assert list(consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=3, timeout=30)) == []
+    assert list(consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, to_end=True, timeout=30)) == []
     # a new checkpoint finds the topic and reads it
     assert run(config, kafka_bootstrap, str(tmp_path / "new"), available_now=True, spark=spark) == 0
-    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=4, timeout=60)]
+    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, to_end=True, timeout=60)]
     assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"garbage")]
 
 
@@ -190,8 +190,8 @@ def test_qmon_seed_depth_and_qmon_produce_of_trace_lines_through_the_job(kafka_b
         run(config_for(prefix, "auto"), kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     )
     replies = [
-        r["message"] for _, r, _ in consume(kafka_bootstrap, [topics.REPLIES], prefix=prefix, idle=4, timeout=60)
+        r["message"] for _, r, _ in consume(kafka_bootstrap, [topics.REPLIES], prefix=prefix, to_end=True, timeout=60)
     ]
     assert len(replies) == 1 and "HIQDEPTH(7) MSGSIN(2) MSGSOUT(1)" in replies[0], replies
-    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, idle=3, timeout=60)]
+    dead = [r for _, r, _ in consume(kafka_bootstrap, [topics.DLQ], prefix=prefix, to_end=True, timeout=60)]
     assert [(d["reason_name"], d["value"]) for d in dead] == [("QMON_BAD_PCF", b"not pcf at all")]

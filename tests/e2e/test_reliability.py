@@ -115,7 +115,7 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
         }
     )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
-    out = [(t, r) for t, r, _ in consume(kafka_bootstrap, topics.OUTPUTS, prefix=prefix, idle=5, timeout=120)]
+    out = [(t, r) for t, r, _ in consume(kafka_bootstrap, topics.OUTPUTS, prefix=prefix, to_end=True, timeout=120)]
     dead = [r for t, r in out if t == topics.DLQ]
     expected_dead = len(bad_act) + len(bad_cmd) + len(bad_jrn)
     # counts add up: every bad record dead-lettered once, with its original bytes; nothing else was
@@ -138,8 +138,9 @@ def _workload(n: int) -> list[dict[str, Any]]:
 
 
 def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bootstrap, tmp_path):
-    """SIGKILL the job twice mid-stream and restart it on the same checkpoint: the union of outputs is the
-    uninterrupted result (the pure reference), duplicates only as identical event_ids."""
+    """SIGKILL the job mid-stream and restart it on the same checkpoint: the union of outputs is the
+    uninterrupted result (the pure reference), duplicates only as identical event_ids.  (Once: each kill and
+    restart costs a Spark start-up, ~30 s on 2 cores; a second kill exercised nothing the first does not.)"""
     prefix = f"x{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     cfg = tmp_path / "qmon.yaml"
@@ -154,7 +155,7 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
                     "shuffle_partitions": 2,
                     "trigger": "300 ms",
                     "watermark_delay": "0 seconds",
-                    "max_offsets_per_trigger": 40,
+                    "max_offsets_per_trigger": 100,
                 },
             }
         )
@@ -176,8 +177,8 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
         str(tmp_path / "ckpt"),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    chunks = [work[:300], work[300:600], work[600:]]
-    for chunk in chunks[:2]:
+    chunks = [work[:450], work[450:]]
+    for chunk in chunks[:1]:
         produce_rows(
             kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunk]
         )
@@ -193,13 +194,15 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     produce_rows(
-        kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunks[2]]
+        kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunks[1]]
     )
     done = subprocess.run([*cli, "--available-now"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     got = [
         r["event_id"]
-        for t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE, topics.ALERTS], prefix=prefix, idle=5, timeout=120)
+        for t, r, _ in consume(
+            kafka_bootstrap, [topics.PERFORMANCE, topics.ALERTS], prefix=prefix, to_end=True, timeout=120
+        )
     ]
     settings = MonitorSettings(
         perfmev="ENABLED",

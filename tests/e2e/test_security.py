@@ -162,7 +162,7 @@ def test_only_the_operator_may_write_control_and_qmon_keeps_working(sasl_broker,
     assert run(config, bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = [
         (t, r)
-        for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, idle=4, timeout=90, security=sec("admin"))
+        for t, r, _ in consume(bootstrap, topics.OUTPUTS, prefix=prefix, to_end=True, timeout=90, security=sec("admin"))
     ]
     assert [r["type"] for t, r in out if t == topics.PERFORMANCE] == ["QSVCINT_HIGH", "QSVCINT_OK"]
     assert sorted(r["ok"] for t, r in out if t == topics.REPLIES and r["qmgr"] == "QM1") == [True, True]

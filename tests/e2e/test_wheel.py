@@ -1,4 +1,5 @@
-"""The wheel, installed non-editable into a fresh virtualenv, runs ``qmon replay`` on the example.
+"""The wheel, installed non-editable into a fresh virtualenv, runs ``qmon replay`` on the example,
+and prints qmon's own messages and nothing of PySpark's workers' chatter or Spark's start-up noise.
 
 The virtualenv gets qmon from the wheel only; its dependencies (PySpark and the rest, hundreds of MB) are
 borrowed from the test's own environment through a ``.pth`` line instead of being downloaded again.  A
@@ -64,18 +65,15 @@ def test_qmon_replay_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> No
 
     out = work / "events.jsonl"
     run = _run(
-        [
-            str(venv / "bin" / "qmon"),
-            "--log-level",
-            "WARNING",
-            "replay",
-            str(ROOT / "examples" / "payroll.jsonl"),
-            "--output",
-            str(out),
-        ],
+        [str(venv / "bin" / "qmon"), "replay", str(ROOT / "examples" / "payroll.jsonl"), "--output", str(out)],
         cwd=work,
         env=env,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    # what the user sees: qmon's own messages, none of PySpark's workers' chatter or Spark's start-up noise
+    assert f"records written to {out}" in run.stderr, run.stderr[-3000:]
+    assert "Python worker" not in run.stderr + run.stdout and "Received UDF" not in run.stderr, run.stderr[-3000:]
+    for noise in (":: resolving dependencies", "Ivy Default Cache", "Setting default log level", "NativeCodeLoader"):
+        assert noise not in run.stderr, run.stderr[-3000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert any(r["topic"] == "qmon.events.performance" and r["type"] == "QSVCINT_HIGH" for r in records), records

@@ -107,10 +107,10 @@ def consume(
     pending: set[tuple[str, int]] = set()
     if to_end:  # every partition of the topics that exist: each must report its end once
         meta = c.list_topics(timeout=10)
-        for name in logical_of:
-            described = meta.topics.get(name)
+        for physical_name in logical_of:
+            described = meta.topics.get(physical_name)
             if described is not None and described.error is None:
-                pending.update((name, p) for p in described.partitions)
+                pending.update((physical_name, p) for p in described.partitions)
     start = last = time.monotonic()
     try:
         while True:

@@ -56,8 +56,9 @@ def read_raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | Non
         m = c.poll(0.3)
         if m is None:
             continue
-        if m.error():
-            if m.error().code() == KafkaError._PARTITION_EOF:
+        err = m.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
                 pending.discard(m.partition())
             continue
         out.append((m.key(), m.value(), dict(m.headers() or [])))

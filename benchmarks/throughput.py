@@ -54,9 +54,14 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     return [(f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records(n, queues, seed)]
 
 
+#: "short" (b0, b1, ...: the tables before 0.5) or "uuid" (36 characters, as producers usually send)
+EVENT_IDS = "short"
+
+
 def records(n: int, queues: int, seed: int = 42) -> list[dict[str, Any]]:
     """n QueueActivity records (dicts), ts strictly increasing."""
     rng = random.Random(seed)
+    ids = random.Random(seed + 1)  # its own stream: the workload is the same whatever the ids look like
     depth = [0] * queues
     out = []
     for i in range(n):
@@ -65,7 +70,7 @@ def records(n: int, queues: int, seed: int = 42) -> list[dict[str, Any]]:
         depth[q] += 1 if op == "PUT" else -1
         qmgr = f"QM{q % 4}"
         rec = {
-            "event_id": f"b{i}",
+            "event_id": str(uuid.UUID(int=ids.getrandbits(128), version=4)) if EVENT_IDS == "uuid" else f"b{i}",
             "qmgr": qmgr,
             "queue": f"Q{q:05d}",
             "op": op,
@@ -509,13 +514,14 @@ def latency(
     collect()
     query.stop()
     log.close()
-    inputs = {avro.decode("QueueActivity", v)["event_id"]: ts for _, v, ts in read_all(bootstrap, [src])}
+    # every input record has its own ts (T0 + its index): the key from an output back to its source
+    inputs = {to_ms(avro.decode("QueueActivity", v)["ts"]): ts for _, v, ts in read_all(bootstrap, [src])}
     lat = []
     for _name, value, ts in read_all(bootstrap, [topics.physical(topics.PERFORMANCE, prefix)]):
         rec = avro.decode("PerformanceEvent", value)
         # a performance event's source is the operation that generated it: same ts in the workload
         n = to_ms(rec["ts"]) - T0
-        src_ts = inputs.get(f"b{n}")
+        src_ts = inputs.get(to_ms(rec["ts"]))
         if src_ts is not None and n >= counted_from:
             lat.append(ts - src_ts)
     lat.sort()
@@ -630,13 +636,21 @@ def main() -> int:
     ap.add_argument("--no-baseline", action="store_true", help="qmon only (when measuring one change)")
     ap.add_argument("--mq-trace", action="store_true", help="the job over Avro and over activity trace (PCF)")
     ap.add_argument("--calls", type=int, default=50, help="--mq-trace: MQI calls per trace message")
+    ap.add_argument(
+        "--event-ids",
+        choices=["short", "uuid"],
+        default="short",
+        help="the records' event_ids: b0, b1, ... (short) or random UUIDs, as producers usually send (uuid)",
+    )
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = ap.parse_args()
+    global EVENT_IDS
+    EVENT_IDS = args.event_ids
     if args.operator == "tws":
         os.environ["QMON_OPERATOR"] = "tws"
     TUNING.update(shuffle=args.shuffle, input_tasks=args.input_tasks)
     print(
-        f"settings: operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
+        f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
         f"{args.input_tasks or 'one per Kafka partition'}" + "".join(f", {c}" for c in args.conf)
     )
 

@@ -6,7 +6,7 @@ from array import array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qmon.core.dedup import Ids, Recent, evict_oldest
+from qmon.core.dedup import SIZE, Ids, Recent, digest, evict_oldest
 from qmon.core.queues import MonitorSettings, QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
@@ -14,17 +14,35 @@ from qmon.core.structures import StructureDef, StructureMonitor, StructureSettin
 AWKWARD = {"b2": 5, "a\x1f1": 7, "": 9, "é" * 40: 11, "\x00x": 13, "x\x00": 14, "\x01\x02": 15, "\x01": 16}
 
 
-def test_pack_round_trip_keeps_ids_ts_and_order():
-    again = Ids.load(Ids.of(AWKWARD).packed()).as_dict()
-    assert again == AWKWARD and list(again) == list(AWKWARD)
+def digested(recent: dict[str, int]) -> dict[bytes, int]:
+    return {digest(k): ts for k, ts in recent.items()}
+
+
+def test_pack_round_trip_keeps_digests_ts_and_order():
+    packed = Ids.of(AWKWARD).packed()
+    assert isinstance(packed[0], bytes) and len(packed[0]) == SIZE * len(AWKWARD)  # 8 bytes an id, any length
+    again = Ids.load(packed).as_dict()
+    assert again == digested(AWKWARD) and list(again) == list(digested(AWKWARD))
     assert Ids.load(Ids().packed()).as_dict() == {} and Ids.load(None).as_dict() == {}
 
 
-def test_ids_that_contain_the_separator_never_run_into_each_other():
-    ids = Ids.of({"a": 1, "b": 2})
-    assert not ids.seen("a\x00b", 3, 1000, 8)  # not the two ids "a" and "b" read together
-    assert not ids.seen("\x01\x02", 4, 1000, 8)  # not "\x00" escaped
-    assert ids.seen("a\x00b", 5, 1000, 8) and ids.seen("b", 6, 1000, 8) and not ids.seen("\x00", 7, 1000, 8)
+def test_a_digest_found_across_two_stored_digests_is_not_an_id_seen():
+    """The digests are stored back to back: a match must start on a digest's first byte."""
+    a, b = "first", "second"
+    straddling = (digest(a) + digest(b))[3 : 3 + SIZE]
+    ids = Ids(digest(a) + digest(b), array("q", [1, 2]))
+    assert ids.joined.find(straddling) == 3  # there, but not on a boundary
+    assert not ids._stored(straddling) and ids._stored(digest(b)) and ids._stored(digest(a))
+
+
+def test_ids_stored_by_0_4_are_read():
+    """(ids each after a separator, escaped; their ts): the packed form of 0.4."""
+    escaped = {"\x00x": "\x01\x02x", "x\x00": "x\x01\x02", "\x01\x02": "\x01\x01\x02", "\x01": "\x01\x01"}
+    joined = "\x00" + "".join(escaped.get(k, k) + "\x00" for k in AWKWARD)
+    ids = Ids.load((joined, array("q", AWKWARD.values()).tobytes()))
+    assert ids.as_dict() == digested(AWKWARD)
+    assert ids.seen("\x00x", 20, 1000, 64) and not ids.seen("x", 21, 1000, 64)
+    assert Ids.load(("\x00", b"")).as_dict() == {}
 
 
 def test_ids_stored_before_0_4_are_read():
@@ -35,9 +53,9 @@ def test_ids_stored_before_0_4_are_read():
         array("q", AWKWARD.values()).tobytes(),
     )
     ids = Ids.load(old)
-    assert ids.as_dict() == AWKWARD
+    assert ids.as_dict() == digested(AWKWARD)
     assert ids.seen("\x00x", 20, 1000, 64) and not ids.seen("x", 21, 1000, 64)
-    assert Ids.load(dict(AWKWARD)).as_dict() == AWKWARD
+    assert Ids.load(dict(AWKWARD)).as_dict() == digested(AWKWARD)
 
 
 keys = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "\x01", "\x02", "é"]), max_size=3)
@@ -68,7 +86,7 @@ def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, k
             holder = pickle.loads(pickle.dumps(holder))
             r = Recent(window_ms, keep)
     r.pack()
-    assert Ids.load(holder.get("recent")).as_dict() == model
+    assert Ids.load(holder.get("recent")).as_dict() == digested(model)
 
 
 def test_duplicates_are_found_across_pack_and_pickle():
@@ -76,7 +94,7 @@ def test_duplicates_are_found_across_pack_and_pickle():
     q = {}
     assert not r.duplicate(q, "e1", 100)
     r.pack()
-    assert isinstance(q["recent"], tuple)  # (joined ids, their ts) at rest
+    assert isinstance(q["recent"], tuple)  # (their digests, their ts) at rest
     q = pickle.loads(pickle.dumps(q))
     r = Recent(window_ms=1000, keep=3)
     assert r.duplicate(q, "e1", 150)
@@ -92,7 +110,7 @@ def test_oldest_forgotten_by_count_and_window_after_unpacking():
     r = Recent(window_ms=1000, keep=2)
     assert not r.duplicate(q, "e0", 30)  # e0 was evicted by count
     assert not r.duplicate(q, "e9", 5000)  # everything else falls out of the window
-    assert list(q["recent"].as_dict()) == ["e9"]
+    assert list(q["recent"].as_dict()) == [digest("e9")]
 
 
 def test_only_touched_holders_are_loaded():

@@ -54,7 +54,7 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     return [(f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records(n, queues, seed)]
 
 
-#: "short" (b0, b1, ...: the tables before 0.5) or "uuid" (36 characters, as producers usually send)
+#: "short" (b0, b1, ...: every table before the digests) or "uuid" (36 characters, as producers usually send)
 EVENT_IDS = "short"
 
 

@@ -71,6 +71,29 @@ def send_commands(
     return ids
 
 
+def partitions_of(consumer: Any, names: list[str], wait: float = 10.0) -> set[tuple[str, int]]:
+    """(topic, partition) of every partition of the topics that exist (a topic that does not is empty);
+    waits out a topic that cannot be described yet (no leader just after its creation)."""
+    from confluent_kafka import KafkaError
+
+    deadline = time.monotonic() + wait
+    while True:
+        meta = consumer.list_topics(timeout=wait)
+        found: set[tuple[str, int]] = set()
+        failing = {}
+        for name in names:
+            described = meta.topics.get(name)
+            if described is None or described.error is None:
+                found.update((name, p) for p in (described.partitions if described else ()))
+            elif described.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                failing[name] = str(described.error)
+        if not failing:
+            return found
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cannot read to the end of {failing}")
+        time.sleep(0.5)
+
+
 def consume(
     bootstrap: str,
     topic_names: Iterable[str],
@@ -104,18 +127,14 @@ def consume(
     c = Consumer(conf)
     logical_of = {topics.physical(t, prefix): t for t in topic_names}
     c.subscribe(list(logical_of))
-    pending: set[tuple[str, int]] = set()
-    if to_end:  # every partition of the topics that exist: each must report its end once
-        meta = c.list_topics(timeout=10)
-        for physical_name in logical_of:
-            described = meta.topics.get(physical_name)
-            if described is not None and described.error is None:
-                pending.update((physical_name, p) for p in described.partitions)
+    pending = partitions_of(c, list(logical_of)) if to_end else set()
     start = last = time.monotonic()
     try:
         while True:
             now = time.monotonic()
             if timeout is not None and now - start > timeout:
+                if pending:
+                    raise TimeoutError(f"{len(pending)} partition(s) not read to their end in {timeout} s")
                 return
             if idle is not None and now - last > idle:
                 return

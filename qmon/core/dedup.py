@@ -6,7 +6,8 @@ first, and ignores a record whose id it remembers (SPEC: producers may deliver a
 What it remembers of an id is its **digest**: the first 8 bytes of the id's BLAKE2b hash (``digest``),
 whatever the id's length (a UUID is 36 characters).  Two different ids of one queue are taken for each
 other only if their digests are equal: with 256 ids remembered per queue, a chance of 256 in 2^64
-(1.4e-17) per record, about once in 20,000 years at 100,000 records/s.  The remembered ids are most of
+(1.4e-17) per lookup; two lookups a record (its queue's and its structure's), about once in 10,000 years
+at 100,000 records/s.  The remembered ids are most of
 a unit's state (82% with 8-character ids, more with UUIDs), and every batch ships a touched unit's whole
 state from the JVM to Python and back: 8 bytes per id instead of the id itself.
 
@@ -16,8 +17,8 @@ of digests, oldest first (``Ids``), where a membership test is one search in C a
 append, and their ts one machine array.  Building a dict of 256 ids and flattening it again cost
 ~15 µs per touched queue per batch, more than the rules themselves for a small batch.
 
-At rest a queue's ids are ``(digests, ts)``: two byte strings.  States written by 0.4 hold
-``(ids joined by separators, ts)`` (a str where 0.5 stores bytes), before 0.4 ``(ids without
+At rest a queue's ids are ``(digests, ts)``: two byte strings.  States written by earlier 0.4 builds hold
+``(ids joined by separators, ts)`` (a str where the digests are bytes), before 0.4 ``(ids without
 separators, their lengths, their ts)``, or a plain dict (the pure reference and the tests may
 leave everything as a dict): all are read, and their ids digested.
 

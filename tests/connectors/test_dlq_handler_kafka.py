@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from qmon.connectors import avro
-from qmon.connectors.clients import produce_rows, send_commands
+from qmon.connectors.clients import partitions_of, produce_rows, send_commands
 from qmon.connectors.dlqhandler import Handler
 from qmon.connectors.kafka import client_config, ensure_topics
 from qmon.core import topics
@@ -47,8 +47,7 @@ def read_raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | Non
             },
         )
     )
-    described = c.list_topics(topic, timeout=10).topics[topic]
-    pending = set() if described.error else set(described.partitions)
+    pending = partitions_of(c, [topic])
     c.subscribe([topic])
     out = []
     deadline = time.monotonic() + 60
@@ -59,7 +58,7 @@ def read_raw(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | Non
         err = m.error()
         if err is not None:
             if err.code() == KafkaError._PARTITION_EOF:
-                pending.discard(m.partition())
+                pending.discard((topic, m.partition()))
             continue
         out.append((m.key(), m.value(), dict(m.headers() or [])))
     c.close()

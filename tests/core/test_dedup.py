@@ -3,6 +3,7 @@
 import pickle
 from array import array
 
+import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +85,47 @@ def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, k
         if store:
             r.pack()
             holder = pickle.loads(pickle.dumps(holder))
+            r = Recent(window_ms, keep)
+    r.pack()
+    assert Ids.load(holder.get("recent")).as_dict() == digested(model)
+
+
+def _stored_by(fmt: str, recent: dict[str, int]) -> object:
+    """``recent`` as an older qmon stored it: 0.4 builds (ids escaped, each after a separator), 0.3, a dict."""
+    if fmt == "0.4":
+        esc = [k.replace("\x01", "\x01\x01").replace("\x00", "\x01\x02") for k in recent]
+        return ("\x00" + "".join(k + "\x00" for k in esc), array("q", recent.values()).tobytes())
+    if fmt == "0.3":
+        lengths = array("I", map(len, recent)).tobytes()
+        return ("".join(recent), lengths, array("q", recent.values()).tobytes())
+    return dict(recent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(keys, max_size=6, unique=True),
+    st.sampled_from(["0.4", "0.3", "dict"]),
+    st.lists(st.tuples(keys, st.integers(0, 50), st.booleans()), max_size=40),
+    st.integers(0, 40),
+    st.integers(1, 6),
+)
+def test_an_older_state_then_messagepack_round_trips_match_the_model(old, fmt, steps, window_ms, keep):
+    """A queue whose ids an older qmon stored, then stored as the job stores it (MessagePack, where a tuple
+    comes back as a list): the same answers as the dict model."""
+    model = {k: i for i, k in enumerate(old)}
+    holder: dict = {"recent": _stored_by(fmt, model)} if model else {}
+    r = Recent(window_ms, keep)
+    ts = len(old)
+    for key, step, store in steps:
+        ts += step
+        expected = key in model
+        if not expected:
+            model[key] = ts
+            evict_oldest(model, ts - window_ms, keep)
+        assert r.duplicate(holder, key, ts) == expected
+        if store:
+            r.pack()
+            holder = msgpack.unpackb(msgpack.packb(holder, use_bin_type=True), raw=False)
             r = Recent(window_ms, keep)
     r.pack()
     assert Ids.load(holder.get("recent")).as_dict() == digested(model)

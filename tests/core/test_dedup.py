@@ -71,10 +71,13 @@ keys = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "\x01", "\x02", "é"]
 def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, keep):
     """The same answers as the dict model (insertion order, evicted by count and window), whatever ids hold
     and wherever the state is packed and stored between records."""
-    model: dict[str, int] = {}
-    holder: dict = {}
+    against_the_model({}, {}, 0, steps, window_ms, keep, lambda h: pickle.loads(pickle.dumps(h)))
+
+
+def against_the_model(model, holder, ts, steps, window_ms, keep, round_trip) -> None:
+    """Each step's answer and the ids left at the end equal the dict model's (insertion order, evicted by
+    count and window); where a step says so, the state is packed and stored (``round_trip``) before the next."""
     r = Recent(window_ms, keep)
-    ts = 0
     for key, step, store in steps:
         ts += step
         expected = key in model
@@ -84,7 +87,7 @@ def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, k
         assert r.duplicate(holder, key, ts) == expected
         if store:
             r.pack()
-            holder = pickle.loads(pickle.dumps(holder))
+            holder = round_trip(holder)
             r = Recent(window_ms, keep)
     r.pack()
     assert Ids.load(holder.get("recent")).as_dict() == digested(model)
@@ -114,21 +117,8 @@ def test_an_older_state_then_messagepack_round_trips_match_the_model(old, fmt, s
     comes back as a list): the same answers as the dict model."""
     model = {k: i for i, k in enumerate(old)}
     holder: dict = {"recent": _stored_by(fmt, model)} if model else {}
-    r = Recent(window_ms, keep)
-    ts = len(old)
-    for key, step, store in steps:
-        ts += step
-        expected = key in model
-        if not expected:
-            model[key] = ts
-            evict_oldest(model, ts - window_ms, keep)
-        assert r.duplicate(holder, key, ts) == expected
-        if store:
-            r.pack()
-            holder = msgpack.unpackb(msgpack.packb(holder, use_bin_type=True), raw=False)
-            r = Recent(window_ms, keep)
-    r.pack()
-    assert Ids.load(holder.get("recent")).as_dict() == digested(model)
+    stored = lambda h: msgpack.unpackb(msgpack.packb(h, use_bin_type=True), raw=False)  # noqa: E731
+    against_the_model(model, holder, len(old), steps, window_ms, keep, stored)
 
 
 def test_duplicates_are_found_across_pack_and_pickle():

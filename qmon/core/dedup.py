@@ -7,9 +7,9 @@ What it remembers of an id is its **digest**: the first 8 bytes of the id's BLAK
 whatever the id's length (a UUID is 36 characters).  Two different ids of one queue are taken for each
 other only if their digests are equal: with 256 ids remembered per queue, a chance of 256 in 2^64
 (1.4e-17) per lookup; two lookups a record (its queue's and its structure's), about once in 10,000 years
-at 100,000 records/s.  The remembered ids are most of
-a unit's state (82% with 8-character ids, more with UUIDs), and every batch ships a touched unit's whole
-state from the JVM to Python and back: 8 bytes per id instead of the id itself.
+at 100,000 records/s.  The remembered ids are most of a unit's state (82% with 8-character ids, more
+with UUIDs), and every batch ships a touched unit's whole state from the JVM to Python and back: 8 bytes
+per id instead of the id itself.
 
 A batch touches a queue's ids with a handful of records, but a queue remembers up to ``keep`` of
 them (256 by default).  So the ids are never rebuilt into a dict or a set: they stay one byte string
@@ -90,7 +90,7 @@ class Ids:
 
     @classmethod
     def load(cls, stored: Any) -> Ids:
-        """From what a state holds: ``(digests, ts)``; by 0.4 ``(joined ids, ts)``, before 0.4
+        """From what a state holds: ``(digests, ts)``; by earlier 0.4 builds ``(joined ids, ts)``, before 0.4
         ``(ids, lengths, ts)``, or a dict; or nothing."""
         if not stored:
             return cls()
@@ -99,7 +99,7 @@ class Ids:
         stamps = array("q")
         if len(stored) == 2:
             stamps.frombytes(stored[1])
-            if isinstance(stored[0], str):  # 0.4: the ids themselves, each followed by the separator
+            if isinstance(stored[0], str):  # earlier 0.4 builds: the ids themselves, each after a separator
                 joined = stored[0]
                 names = joined[1:-1].split(_SEP) if len(joined) > 1 else []
                 return cls(b"".join(digest(_unescaped(k)) for k in names), stamps)

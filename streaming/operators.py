@@ -80,10 +80,28 @@ def encode_emits(emits: list[tuple[int, int, Emit]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
 
+def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Arrow batches of one key as one frame, column by column.
+
+    ``pd.concat`` of frames checks, for every column that is all null in one frame, every value of it
+    (whether it may be reindexed as NA): most of the operator's columns are null for most rows, and for
+    a big batch (many Arrow batches of a key) that check took 13% of the operator's Python time.  Columns
+    are concatenated as numpy arrays, with numpy's promotion (int64 beside float64, the same column with
+    nulls, gives float64, as ``pd.concat`` does)."""
+    columns: dict[str, Any] = {}
+    for name in frames[0].columns:
+        parts = [f[name].values for f in frames]
+        if all(isinstance(p, np.ndarray) for p in parts):
+            columns[name] = np.concatenate(parts)
+        else:  # an extension array (not what PySpark hands over today): pandas' own concatenation
+            columns[name] = pd.concat([f[name] for f in frames], ignore_index=True)
+    return pd.DataFrame(columns, copy=False)  # (a copy would consolidate the object columns: ~1 µs a row)
+
+
 def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts."""
     frames = list(rows)
-    pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    pdf = frames[0] if len(frames) == 1 else _joined(frames)
     # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
     order = np.lexsort([pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")])
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from qmon.core import topics
@@ -15,8 +17,8 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.operators import Monitor
-from qmon.streaming.rows import STATE
+from qmon.streaming.operators import Monitor, sorted_input
+from qmon.streaming.rows import ROUTED, STATE
 from tests.streaming.routed import command, decoded, frame, put, row
 
 KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
@@ -162,3 +164,30 @@ def test_a_snapshot_now_then_the_unit_timer_brings_the_next_one():
     late = [r for t, r in decoded(g.advance(11_000)) if t == topics.SNAPSHOT]
     assert [(q["queue"], q["depth"]) for q in late[0]["queues"]] == [("B", 1)]
     assert KEY not in g.timeouts
+
+
+def _through_arrow(pdf: pd.DataFrame) -> pd.DataFrame:
+    """A frame as PySpark hands it to the operator: through Arrow with the routed schema (a long column with
+    nulls becomes float64, one without stays int64; strings and bytes become objects)."""
+    return pa.RecordBatch.from_pandas(pdf, schema=to_arrow_schema(ROUTED), preserve_index=False).to_pandas()
+
+
+def test_a_key_in_several_arrow_batches_is_read_as_one_frame_in_order():
+    """Spark hands a big group as several Arrow batches (``maxRecordsPerBatch`` rows each): joined column by
+    column, a column null in one batch and not in another (depth_after, reply, payload) comes out as one
+    frame would have it, in (ts, rank, arrival) order; the outputs are those of one frame."""
+    rows = [
+        command(1, "ALTER QMGR PERFMEV(ENABLED)", 1),
+        command(1, "ALTER QLOCAL(A) QDEPTHHI(2) QDEPTHHEV(ENABLED) MAXDEPTH(10)", 2),
+        put(3_000, "A", 5),
+        row("A", 2_000, seq=4, event_id="d4", queue="A", op="PUT", depth_after=1, msg_bytes=10),
+        put(3_000, "A", 3),  # same ts as seq 5, earlier offset: first
+        row("A", 4_000, seq=6, event_id="g6", queue="A", op="GET", reason=2033),
+    ]
+    batches = [_through_arrow(frame(*part)) for part in (rows[:2], rows[2:3], rows[3:4], rows[4:])]
+    assert {str(b["depth_after"].dtype) for b in batches} == {"float64", "int64"}  # (they do differ)
+    whole = _through_arrow(frame(*rows))
+    joined = sorted_input(iter(batches))
+    assert list(joined["src_offset"]) == [1, 2, 4, 3, 5, 6]
+    pd.testing.assert_frame_equal(joined.reset_index(drop=True), sorted_input(iter([whole])).reset_index(drop=True))
+    assert decoded(Groups()._call(KEY, batches, False)) == decoded(Groups().rows(KEY, whole))

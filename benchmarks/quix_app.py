@@ -89,7 +89,9 @@ def main() -> int:
         int(sys.argv[4]),
         sys.argv[5],
     )
+    import msgpack
     from quixstreams import Application
+    from quixstreams.state.rocksdb import RocksDBOptions
 
     config = Config.model_validate(json.loads(Path(config_path).read_text()))
     settings, ssettings = config.monitor_settings(), config.structure_settings()
@@ -102,6 +104,10 @@ def main() -> int:
         # state is recovered from changelog topics, as qmon's is from its checkpoint
         use_changelog_topics=True,
         consumer_extra_config={"fetch.max.bytes": 50_000_000},
+        # the states hold bytes (remembered ids): MessagePack, as the Spark operator stores them, not JSON
+        rocksdb_options=RocksDBOptions(
+            dumps=lambda v: msgpack.packb(v, use_bin_type=True), loads=lambda b: msgpack.unpackb(b, raw=False)
+        ),
     )
     src = app.topic(src_name, value_deserializer="bytes", key_deserializer="bytes")
     out = app.topic(out_name, value_serializer="bytes", key_serializer="bytes")
@@ -141,6 +147,7 @@ def main() -> int:
                 0,
             )
         )
+        mon.pack()  # (the remembered ids as plain bytes, as the Spark operator stores them)
         state.set("q", mon.state)
         s = None
         if r["structure"]:
@@ -177,6 +184,7 @@ def main() -> int:
                 clock=None,
             )
         )
+        mon.pack()
         view.flush()
         state.set("top", {k: x for k, x in mon.state.items() if k != "queues"})
         return [frame(e) for e in emits]

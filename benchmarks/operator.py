@@ -4,10 +4,10 @@
 
 What the Python workers of the job do, in one process and without Spark: the rows ``pipeline.route``
 makes of each record (a queue shard's row and a structure's row), grouped by key per micro-batch of
-``--batch`` records, handed over as PySpark hands them (Arrow batches of at most
-``spark.sql.execution.arrow.maxRecordsPerBatch`` = 10,000 rows, converted to pandas), each group's state
+``--batch`` records, handed over in Arrow batches of at most ``spark.sql.execution.arrow.maxRecordsPerBatch``
+= 10,000 rows converted to pandas (pyarrow's ``to_pandas``, close to PySpark's own conversion), each group's state
 carried from batch to batch as ``GroupState`` carries it, timeouts fired when the watermark (the newest
-arrival clock) passes them.  Timed: the Arrow-to-pandas conversion (PySpark's), and the operator's call
+arrival clock) passes them.  Timed: the Arrow-to-pandas conversion, and the operator's call
 (``sorted_input``, loading the state, the rules, storing the state, encoding the outputs: qmon's).
 Not included: the JVM, the Arrow transfer and RocksDB.
 

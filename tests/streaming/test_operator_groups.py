@@ -17,7 +17,7 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.operators import Monitor, sorted_input
+from qmon.streaming.operators import Monitor, _joined, sorted_input
 from qmon.streaming.rows import ROUTED, STATE
 from tests.streaming.routed import command, decoded, frame, put, row
 
@@ -191,3 +191,14 @@ def test_a_key_in_several_arrow_batches_is_read_as_one_frame_in_order():
     assert list(joined["src_offset"]) == [1, 2, 4, 3, 5, 6]
     pd.testing.assert_frame_equal(joined.reset_index(drop=True), sorted_input(iter([whole])).reset_index(drop=True))
     assert decoded(Groups()._call(KEY, batches, False)) == decoded(Groups().rows(KEY, whole))
+
+
+def test_batches_with_nullable_integer_columns_join_as_pandas_would():
+    """With PySpark's nullable integer dtypes (``Int64``, an extension array) a column is joined by pandas."""
+    a = _through_arrow(frame(put(1, "A", 1), row("A", 2, seq=2, event_id="d2", queue="A", op="PUT", depth_after=4)))
+    b = _through_arrow(frame(put(3, "A", 3)))
+    for f in (a, b):
+        f["depth_after"] = f["depth_after"].astype("Int64")
+    joined = _joined([a, b])
+    assert str(joined["depth_after"].dtype) == "Int64"
+    pd.testing.assert_frame_equal(joined, pd.concat([a, b], ignore_index=True))

@@ -395,7 +395,8 @@ def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tm
 def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
     """Issue 15 through the real path: 30 long messages put and got without msg_bytes free their staging
     parts (LONGQ raises nothing), and usage wobbling across FULLTHRESHOLD is one NEAR_FULL episode, resolved
-    at the end of the clear hold by the next record that event time brings past it."""
+    at the end of the clear hold by the next record that event time brings past it.  Arrow batches of 7 rows:
+    each unit's rows reach the operator in many pieces, joined column by column (``operators._joined``)."""
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
@@ -424,7 +425,12 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
     recs += [on("WOBBLE", 3000 + k, "GET", 3_000 + k, "1TRAN", 512) for k in range(6)]  # 74% from 3,005
     recs += [on("WOBBLE", 4000, "GET", 60_000, "1TRAN", 512)]  # event time passes the 30 s hold
     produce_activity(kafka_bootstrap, prefix, recs)
-    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")
+    try:
+        assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
     out = outputs(kafka_bootstrap, prefix)
     alerts = [(r["structure"], r["type"], r["state"], ms(r["ts"]) - T0) for t, r in out if t == topics.ALERTS]
     assert sorted(alerts) == [

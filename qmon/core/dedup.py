@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from array import array
 from hashlib import blake2b
+from itertools import islice
 from typing import Any
 
 #: bytes of an id's digest
@@ -139,7 +140,56 @@ class Ids:
     def seen(self, key: str, ts: int, window_ms: int, keep: int) -> bool:
         """True if ``key`` is remembered; otherwise remembers it and forgets the oldest beyond ``keep`` or
         older than ``ts - window_ms``."""
-        d = digest(key)
+        return self._seen(digest(key), ts, window_ms, keep)
+
+    def seen_many(self, keys: list[str], stamps: list[int], window_ms: int, keep: int) -> list[bool]:
+        """``seen`` for each key in turn: exactly its answers, and what is remembered after.
+
+        The common case in bulk: ids all new (none remembered, none twice in the batch) in ts order are
+        appended at once, and the oldest forgotten once.  Why once is exact: ``seen`` forgets from the
+        oldest while an id is beyond ``keep`` or older than the horizon (ts - window); with the horizons in
+        order, forgetting up to the last record's horizon from where ``keep`` puts the oldest is what the
+        records' passes one by one come to (each pass stops at the first id at or after its horizon, which
+        the next, later horizon passes only if the first would have), and none of the batch's ids is
+        looked up in between.  Anything else (a redelivery, ts out of order) is checked one by one."""
+        ds = [digest(k) for k in keys]
+        n = len(ds)
+        if n < 2 or keep < 1 or window_ms < 0 or not self._all_new(ds, stamps):
+            return [self._seen(d, ts, window_ms, keep) for d, ts in zip(ds, stamps, strict=True)]
+        fresh, all_stamps = self.fresh, self.stamps
+        fresh.update(zip(ds, stamps, strict=True))
+        all_stamps.extend(stamps)
+        first, end = self.first, len(all_stamps)
+        horizon = stamps[-1] - window_ms
+        oldest = max(first, end - keep)
+        while oldest < end and all_stamps[oldest] < horizon:
+            oldest += 1
+        self._forget(oldest - first)
+        return [False] * n
+
+    def _all_new(self, ds: list[bytes], stamps: list[int]) -> bool:
+        """The digests are distinct, none is remembered, and their ts are in order."""
+        if len(set(ds)) != len(ds) or any(a > b for a, b in zip(stamps, stamps[1:], strict=False)):
+            return False
+        fresh = self.fresh
+        return not any(d in fresh for d in ds) and not any(self._stored(d) for d in ds)
+
+    def _forget(self, drop: int) -> None:
+        """Forget the ``drop`` oldest ids: the loaded ones first (``start`` moves on), then ``fresh``'s."""
+        if not drop:
+            return
+        first = self.first
+        loaded_dropped = min(drop, max(0, self.loaded - first))
+        self.start += SIZE * loaded_dropped
+        fresh_dropped = drop - loaded_dropped
+        if fresh_dropped > 8:  # (deleting a dict's first keys one by one rescans the deleted slots)
+            self.fresh = dict(islice(self.fresh.items(), fresh_dropped, None))
+        else:
+            for _ in range(fresh_dropped):
+                del self.fresh[next(iter(self.fresh))]
+        self.first = first + drop
+
+    def _seen(self, d: bytes, ts: int, window_ms: int, keep: int) -> bool:
         if d in self.fresh or self._stored(d):
             return True
         self.fresh[d] = ts
@@ -150,12 +200,7 @@ class Ids:
         drop = max(0, end - first - keep)
         while first + drop < end and stamps[first + drop] < horizon:
             drop += 1
-        if drop:
-            loaded_dropped = min(drop, max(0, self.loaded - first))
-            self.start += SIZE * loaded_dropped
-            for _ in range(drop - loaded_dropped):
-                del self.fresh[next(iter(self.fresh))]
-            self.first = first + drop
+        self._forget(drop)
         return False
 
 
@@ -173,6 +218,14 @@ class Recent:
             ids = holder["recent"] = Ids.load(ids)
             self.touched[id(holder)] = holder
         return ids.seen(key, ts, self.window_ms, self.keep)
+
+    def duplicates(self, holder: Any, keys: list[str], stamps: list[int]) -> list[bool]:
+        """``duplicate`` for each key in turn, in bulk (``Ids.seen_many``)."""
+        ids = holder.get("recent")
+        if type(ids) is not Ids:
+            ids = holder["recent"] = Ids.load(ids)
+            self.touched[id(holder)] = holder
+        return ids.seen_many(keys, stamps, self.window_ms, self.keep)
 
     def pack(self) -> None:
         """Pack every holder touched since the last call (before the state is stored)."""

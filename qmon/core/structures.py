@@ -267,6 +267,11 @@ class StructureState(TypedDict):
     clear: dict[str, int]  # condition -> event time since when its clear condition has held (the hold)
 
 
+def _dedup_key(rec: Activity) -> str:
+    """What a structure remembers of a record for duplicate suppression: its event_id within its queue manager."""
+    return rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
+
+
 def _pct(used: int, capacity: int) -> float:
     """Usage for display (rounded); decisions use ``at_or_above`` on exact counts."""
     return min(100.0, round(100.0 * used / capacity, 2)) if capacity > 0 else 100.0
@@ -378,17 +383,35 @@ class StructureMonitor:
 
     def _duplicate(self, rec: Activity) -> bool:
         """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
-        key = rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
-        return self.recent.duplicate(self._q(rec.queue), key, rec.ts)
+        return self.recent.duplicate(self._q(rec.queue), _dedup_key(rec), rec.ts)
 
     def pack(self) -> None:
         """Make the state compact to store (the remembered event ids of the queues touched)."""
         self.recent.pack()
 
-    def on_activity(self, rec: Activity) -> list[Emit]:
+    def screen(self, recs: list[Activity]) -> list[bool]:
+        """Which of ``recs`` are duplicates, as ``on_activity`` would find them applying them in turn, found
+        for each queue's records at once (``qmon.core.dedup``); then ``on_activity(rec, screened=True)`` for
+        the others.  (Nothing in the rules forgets a queue's ids between two records.)"""
+        dups = [False] * len(recs)
+        if self.d is None:
+            return dups  # a structure not configured remembers no ids (``on_activity``)
+        by_queue: dict[str, list[int]] = {}
+        for i, rec in enumerate(recs):
+            by_queue.setdefault(rec.queue, []).append(i)
+        for name, idx in by_queue.items():
+            keys = [_dedup_key(recs[i]) for i in idx]
+            found = self.recent.duplicates(self._q(name), keys, [recs[i].ts for i in idx])
+            for i, dup in zip(idx, found, strict=True):
+                if dup:
+                    dups[i] = True
+        return dups
+
+    def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
+        """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
         if self.d is None:
             return self._unknown(rec)
-        if self._duplicate(rec):
+        if not screened and self._duplicate(rec):
             return []
         out = self._catch_up(rec.ts)
         st = self.state

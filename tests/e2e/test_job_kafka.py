@@ -263,7 +263,9 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
 def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path):
     """Duplicate suppression through the real path, across micro-batches (the remembered event ids
     are stored, packed, in the state): a redelivered PUT counts neither on its queue's depth nor on
-    its structure's usage; the next new PUT is the one that reaches both thresholds."""
+    its structure's usage; the next new PUT is the one that reaches both thresholds.  The first batch's two
+    new ids of one queue are remembered in bulk (``screen``), the second batch's two copies of one of them
+    are found one by one."""
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
@@ -281,8 +283,9 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
     )
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     second = activity(2, "PUT", 3_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
+    failed = activity(9, "PUT", 500, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200, reason=2053)
     ckpt = str(tmp_path / "ckpt")
-    for batch in ([first], [first], [second]):  # one run (micro-batch) each, on the same checkpoint
+    for batch in ([failed, first], [first, first], [second]):  # one run (micro-batch) each, same checkpoint
         produce_activity(kafka_bootstrap, prefix, batch)
         assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)

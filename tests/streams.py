@@ -88,3 +88,22 @@ def random_structure_stream(rng: random.Random, n: int = 400, t0: int = 1_700_00
             rec["reason"] = 2053
         out.append(rec)
     return out
+
+
+def activity(r: dict[str, Any], seq: int) -> Any:
+    """A stream's record as the rules take it (``Activity``), the arrival clock following event time."""
+    from qmon.core.records import Activity
+
+    return Activity(
+        r["event_id"],
+        r["qmgr"],
+        r["queue"],
+        r["op"],
+        r["ts"],
+        r.get("depth_after"),
+        r.get("msg_bytes"),
+        r.get("structure"),
+        r.get("reason"),
+        r["ts"],
+        seq,
+    )

@@ -22,7 +22,7 @@ from qmon.core.queues import MonitorSettings, QueueDefaults, QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
-from tests.streams import STRUCTURE_CONFIG, random_stream, random_structure_stream
+from tests.streams import STRUCTURE_CONFIG, activity, random_stream, random_structure_stream
 
 keys = st.text(alphabet=st.sampled_from(["a", "b", "c", "\x00", "é"]), max_size=3)
 
@@ -92,22 +92,6 @@ QUEUE_SETTINGS = MonitorSettings(
 )
 
 
-def _activity(r: dict[str, Any], seq: int) -> Activity:
-    return Activity(
-        r["event_id"],
-        r["qmgr"],
-        r["queue"],
-        r["op"],
-        r["ts"],
-        r.get("depth_after"),
-        r.get("msg_bytes"),
-        r.get("structure"),
-        r.get("reason"),
-        r["ts"],
-        seq,
-    )
-
-
 def _batches(recs: list[Activity], rng: random.Random, shuffle: bool) -> list[list[Activity]]:
     out, i = [], 0
     while i < len(recs):
@@ -154,7 +138,7 @@ def test_a_screened_queue_shard_gives_the_outputs_and_state_of_one_by_one(seed: 
     for i, r in enumerate(records):
         if i and rng.random() < 0.05:
             r["event_id"] = records[rng.randrange(i)]["event_id"]  # a redelivery, maybe long after
-    recs = [_activity(r, i) for i, r in enumerate(records)]
+    recs = [activity(r, i) for i, r in enumerate(records)]
     batches = _batches(recs, rng, shuffle)
     load = lambda s: QueueMonitor("QM1", QUEUE_SETTINGS, s, stored.load_queue)  # noqa: E731
     one_out, one_state = _run(None, batches, False, load)
@@ -174,7 +158,7 @@ def test_a_screened_structure_gives_the_outputs_and_state_of_one_by_one(seed: in
             r["structure"] = name
             if i and rng.random() < 0.05:
                 r["event_id"] = records[rng.randrange(i)]["event_id"]  # a redelivery, maybe long after
-        recs = [_activity(r, i) for i, r in enumerate(records)]
+        recs = [activity(r, i) for i, r in enumerate(records)]
         batches = _batches(recs, rng, shuffle)
         load = lambda s, name=name: StructureMonitor(name, ss, s, stored.load_queue)  # noqa: E731
         one_out, one_state = _run(None, batches, False, load)

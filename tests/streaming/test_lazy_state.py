@@ -17,7 +17,7 @@ from qmon.core.queues import MonitorSettings, QueueDefaults, QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
-from tests.streams import STRUCTURE_CONFIG, random_stream, random_structure_stream
+from tests.streams import STRUCTURE_CONFIG, activity, random_stream, random_structure_stream
 
 TTL_MS = 10_000
 QUEUE_SETTINGS = MonitorSettings(
@@ -25,22 +25,6 @@ QUEUE_SETTINGS = MonitorSettings(
     queue_defaults=(QueueDefaults("Q1*", {"QSVCIEV": "HIGH", "QSVCINT": 1000}),),
     stall_clear_hold_ms=3_000,
 )
-
-
-def _activity(r: dict[str, Any], seq: int) -> Activity:
-    return Activity(
-        r["event_id"],
-        r["qmgr"],
-        r["queue"],
-        r["op"],
-        r["ts"],
-        r.get("depth_after"),
-        r.get("msg_bytes"),
-        r.get("structure"),
-        r.get("reason"),
-        r["ts"],  # the arrival clock follows event time here
-        seq,
-    )
 
 
 def _batches(records: list[dict[str, Any]], cuts: list[int]) -> list[list[tuple[int, dict[str, Any]]]]:
@@ -65,7 +49,7 @@ def _run_queues(records: list[dict[str, Any]], cuts: list[int], lazy: bool) -> l
                 cmd = parse_command(split_script(r["command"])[0])
                 out = mon.on_command(cmd, r["ts"], r["command_id"], True)
             else:
-                out = mon.on_activity(_activity(r, seq))
+                out = mon.on_activity(activity(r, seq))
             emitted.extend(e.record for e in out)
         watermark = batch[-1][1]["ts"]
         due = mon.next_stall_clock()
@@ -143,7 +127,7 @@ def _run_structures(records: list[dict[str, Any]], cuts: list[int], lazy: bool) 
             mon = mons.get(name) or mons.setdefault(
                 name, StructureMonitor(name, ss, None, stored.load_queue if lazy else None)
             )
-            emitted.extend(e.record for e in mon.on_activity(_activity(r, seq)))
+            emitted.extend(e.record for e in mon.on_activity(activity(r, seq)))
         watermark = batch[-1][1]["ts"]
         for name in sorted(mons):
             mon = mons[name]

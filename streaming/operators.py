@@ -288,7 +288,7 @@ class QueueUnit(_Unit):
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
             recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
             _screened(mon, recs, emits)
-            return emits, max(ts)
+            return emits, max(ts) if ts else None
         newest = None
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
             *cols, strict=True

@@ -28,6 +28,7 @@ Pure: plain str, bytes, arrays and dicts.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from hashlib import blake2b
 from itertools import islice
 from typing import Any
@@ -226,6 +227,21 @@ class Recent:
             ids = holder["recent"] = Ids.load(ids)
             self.touched[id(holder)] = holder
         return ids.seen_many(keys, stamps, self.window_ms, self.keep)
+
+    def screen(self, recs: list[Any], holder: Callable[[Any], Any], key: Callable[[Any], str]) -> list[bool]:
+        """``duplicate`` for records (``queue``, ``ts``) applied in turn, each queue's records at once:
+        ``holder(rec)`` is the state holding the ids of ``rec``'s queue (given its first record), ``key(rec)``
+        what the queue remembers of ``rec``."""
+        by_queue: dict[str, list[int]] = {}
+        for i, rec in enumerate(recs):
+            by_queue.setdefault(rec.queue, []).append(i)
+        dups = [False] * len(recs)
+        for idx in by_queue.values():
+            found = self.duplicates(holder(recs[idx[0]]), [key(recs[i]) for i in idx], [recs[i].ts for i in idx])
+            for i, dup in zip(idx, found, strict=True):
+                if dup:
+                    dups[i] = True
+        return dups
 
     def pack(self) -> None:
         """Pack every holder touched since the last call (before the state is stored)."""

@@ -298,17 +298,7 @@ class QueueMonitor:
         else in between (no command, journal or expiry), found for each queue's records at once
         (``qmon.core.dedup``).  The records that are not are then given to ``on_activity(rec, screened=True)``,
         which does not look again; each queue used is created as its first record would create it."""
-        by_queue: dict[str, list[int]] = {}
-        for i, rec in enumerate(recs):
-            by_queue.setdefault(rec.queue, []).append(i)
-        dups = [False] * len(recs)
-        for name, idx in by_queue.items():
-            q = self._queue(name, recs[idx[0]].ts)
-            found = self.recent.duplicates(q, [recs[i].event_id for i in idx], [recs[i].ts for i in idx])
-            for i, dup in zip(idx, found, strict=True):
-                if dup:
-                    dups[i] = True
-        return dups
+        return self.recent.screen(recs, lambda rec: self._queue(rec.queue, rec.ts), lambda rec: rec.event_id)
 
     def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
         """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""

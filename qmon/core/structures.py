@@ -393,19 +393,9 @@ class StructureMonitor:
         """Which of ``recs`` are duplicates, as ``on_activity`` would find them applying them in turn, found
         for each queue's records at once (``qmon.core.dedup``); then ``on_activity(rec, screened=True)`` for
         the others.  (Nothing in the rules forgets a queue's ids between two records.)"""
-        dups = [False] * len(recs)
         if self.d is None:
-            return dups  # a structure not configured remembers no ids (``on_activity``)
-        by_queue: dict[str, list[int]] = {}
-        for i, rec in enumerate(recs):
-            by_queue.setdefault(rec.queue, []).append(i)
-        for name, idx in by_queue.items():
-            keys = [_dedup_key(recs[i]) for i in idx]
-            found = self.recent.duplicates(self._q(name), keys, [recs[i].ts for i in idx])
-            for i, dup in zip(idx, found, strict=True):
-                if dup:
-                    dups[i] = True
-        return dups
+            return [False] * len(recs)  # a structure not configured remembers no ids (``on_activity``)
+        return self.recent.screen(recs, lambda rec: self._q(rec.queue), _dedup_key)
 
     def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
         """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""

@@ -114,11 +114,15 @@ class Groups:
         return out
 
 
-def run(table: pa.Table, batch: int, n: int, config: Any) -> tuple[float, float, list[pd.DataFrame], int]:
-    """(seconds converting, seconds in the operator, its outputs, the bytes of state at the end)."""
+def run(
+    table: pa.Table, batch: int, n: int, config: Any
+) -> tuple[float, float, dict[str, float], list[pd.DataFrame], int]:
+    """(seconds converting, seconds in the operator and in it per kind of unit (Q, S: the rows' calls; the
+    timeouts apart), its outputs, the bytes of state at the end)."""
     monitor = Monitor(config.monitor_settings(), config.structure_settings(), duration_ms(config.monitor.queue_ttl))
     groups = Groups(monitor)
     convert = operate = 0.0
+    per_unit: dict[str, float] = {}
     outputs: list[pd.DataFrame] = []
     watermark = 0
     for start in range(0, n, batch):
@@ -132,12 +136,13 @@ def run(table: pa.Table, batch: int, n: int, config: Any) -> tuple[float, float,
             outputs.extend(groups.call(tuple(key), frames, watermark, False))
             t2 = time.perf_counter()
             convert, operate = convert + t1 - t, operate + t2 - t1
+            per_unit[key[0]] = per_unit.get(key[0], 0.0) + t2 - t1
         watermark = int(pa.compute.max(part.column("clock")).as_py())
         t = time.perf_counter()
         for key in [k for k, at in groups.timeouts.items() if at < watermark]:
             outputs.extend(groups.call(key, [], watermark, True))
         operate += time.perf_counter() - t
-    return convert, operate, outputs, sum(len(v[0]) for v in groups.values.values())
+    return convert, operate, per_unit, outputs, sum(len(v[0]) for v in groups.values.values())
 
 
 def expected_ids(recs: list[dict[str, Any]], config: Any) -> set[str]:
@@ -177,11 +182,13 @@ def main() -> int:
     )
     best = None
     for i in range(args.repeat):
-        convert, operate, outputs, state = run(table, args.batch, args.records, config)
+        convert, operate, per_unit, outputs, state = run(table, args.batch, args.records, config)
         best = operate if best is None else min(best, operate)
         print(
             f"  run {i + 1}: operator {operate:.2f} s ({args.records / operate:,.0f} records/s, "
-            f"{1e6 * operate / (2 * args.records):.1f} µs a routed row); Arrow to pandas {convert:.2f} s; "
+            f"{1e6 * operate / (2 * args.records):.1f} µs a routed row: queue shards "
+            f"{1e6 * per_unit.get('Q', 0) / args.records:.1f}, structures {1e6 * per_unit.get('S', 0) / args.records:.1f}); "
+            f"Arrow to pandas {convert:.2f} s; "
             f"state at the end {state / 1e6:.1f} MB"
         )
     assert best is not None

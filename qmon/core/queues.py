@@ -300,6 +300,72 @@ class QueueMonitor:
         which does not look again; each queue used is created as its first record would create it."""
         return self.recent.screen(recs, lambda rec: self._queue(rec.queue, rec.ts), lambda rec: rec.event_id)
 
+    def on_screened(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+        """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
+        exactly its outputs and state.  Returns (record, its outputs) for the records that had any.
+
+        The common case without the rules' checks: a put or get to a queue qmon knows, with no stall alert
+        firing, that starts no stall, raises no service interval or depth event and (with interest
+        registered) does not fill an empty queue, only moves the queue's depth, counts and service timer;
+        such a record is applied here, every condition decided before anything changes, and any other goes
+        to ``on_activity`` (property test: ``tests/core/test_quiet_run.py``).  Nothing here changes PERFMEV
+        or the interest registered, so both are read once."""
+        out: list[tuple[Activity, list[Emit]]] = []
+        queues, on_activity = self.queues, self.on_activity
+        enabled = self.perfmev == "ENABLED"
+        interest = bool(self.state.get("interest"))
+        for rec in recs:
+            q = queues.get(rec.queue)
+            if q is not None and q["stall_alert_id"] is None:
+                ts, a, start, depth, op = rec.ts, q["attrs"], q["svc_timer_start"], q["depth"], rec.op
+                interval, iev = a["QSVCINT"], a["QSVCIEV"]
+                quiet = False
+                if start is not None and depth > 0 and enabled and iev != "NONE" and ts - start > interval:
+                    pass  # a stall event time has passed (``_catch_up_stall``)
+                elif rec.reason is not None:  # a failed put or get changes nothing (unless it says Q_FULL)
+                    quiet = op != "START" and not (
+                        op == "PUT" and rec.reason == MQRC_Q_FULL and enabled and a["QDPMAXEV"]
+                    )
+                elif op == "PUT":
+                    before = depth if rec.depth_after is None else max(0, rec.depth_after - 1)
+                    after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
+                    quiet = not (  # (a timer this put starts has run 0 ms)
+                        (start is not None and enabled and iev == "HIGH" and ts - start > interval)
+                        or (before == 0 and interest)
+                        or (enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"])
+                    )
+                    if quiet:
+                        q["depth"] = after
+                        if start is None or before == 0:
+                            q["svc_timer_start"], q["svc_timer_clock"] = ts, rec.clock if rec.clock is not None else ts
+                        q["enq"] += 1
+                        if after > q["high_depth"]:
+                            q["high_depth"] = after
+                elif op == "GET":
+                    before = depth if rec.depth_after is None else rec.depth_after + 1
+                    after = max(0, before - 1) if rec.depth_after is None else max(0, rec.depth_after)
+                    elapsed = ts - start if before > 0 and start is not None and enabled else None
+                    quiet = not (
+                        (elapsed is not None and (iev == "HIGH" if elapsed > interval else iev == "OK"))
+                        or (enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"])
+                    )
+                    if quiet:
+                        q["deq"] += 1
+                        q["depth"] = after
+                        if after > 0:
+                            q["svc_timer_start"], q["svc_timer_clock"] = ts, rec.clock if rec.clock is not None else ts
+                        else:
+                            q["svc_timer_start"] = q["svc_timer_clock"] = None
+                if quiet:
+                    if ts > q["last_ts"]:
+                        q["last_ts"] = ts
+                    if q["reset_ts"] is None:
+                        q["reset_ts"] = ts
+                    continue
+            if emits := on_activity(rec, screened=True):
+                out.append((rec, emits))
+        return out
+
     def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
         """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
         q = self._queue(rec.queue, rec.ts)

@@ -415,6 +415,110 @@ class StructureMonitor:
             out.extend(self._get(rec))
         return out
 
+    def on_screened(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+        """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
+        exactly its outputs and state, with the records that can raise nothing applied by ``_quiet_run``.
+        Returns (record, its outputs) for the records that had any."""
+        out: list[tuple[Activity, list[Emit]]] = []
+        i, n = 0, len(recs)
+        while i < n:
+            j = self._quiet_run(recs, i)
+            if j < n:  # a record that may raise something (or a state with something firing): the rules
+                rec = recs[j]
+                if emits := self.on_activity(rec, screened=True):
+                    out.append((rec, emits))
+                j += 1
+            i = j
+        return out
+
+    def _quiet_run(self, recs: list[Activity], i: int) -> int:
+        """The common case, without the rules' checks: while nothing is firing, no hold or overflow mode
+        runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
+        moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else).  Applies
+        ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
+        Exactly what ``on_activity(rec, screened=True)`` does to such a record (property test:
+        ``tests/core/test_quiet_run.py``)."""
+        d, st = self.d, self.state
+        if (
+            d is None
+            or st["mode_alert_id"] is not None  # (queues are in overflow only in overflow mode)
+            or st["full_alert_id"] is not None
+            or st["near_alert_id"] is not None
+            or st["ovf_full_alert_id"] is not None
+            or st.get("clear") != {}  # (a hold running; missing: the rules add it at the first put or get)
+            or st["above"]
+        ):
+            return i
+        cap = self.capacity
+        # a put may take usage up to (but not onto) the lower of the two thresholds, and never past capacity
+        limit = min(cap * min(d.ovflwmax, d.fullthreshold), cap * 100)
+        used = st["used"]
+        if used * 100 >= limit:
+            return i
+        queues, lgmsgsz, ovflwstr = st["queues"], d.lgmsgsz, d.ovflwstr
+        last_ts, last_clock = st["last_ts"], st["last_clock"]
+        n = len(recs)
+        try:
+            while i < n:
+                rec = recs[i]
+                op, queue, nbytes = rec.op, rec.queue, rec.msg_bytes
+                if rec.reason is None and op == "PUT":
+                    q = queues.get(queue)
+                    if q is not None and q["ovf"]:
+                        break
+                    staging = staging_queue(queue) if nbytes is not None and nbytes > lgmsgsz else None
+                    if staging is None:
+                        ready, rest = max(1, -(-int(nbytes or 0) // ELEMENT_BYTES)), 0
+                    else:
+                        sq = queues.get(staging)
+                        if sq is not None and sq["ovf"]:
+                            break
+                        ready, rest = elements(lgmsgsz), elements(nbytes - lgmsgsz)  # type: ignore[operator]
+                    if (used + ready + rest) * 100 >= limit:
+                        break  # it may reach a threshold: the rules
+                    if q is None:
+                        q = self._q(queue)
+                    q["msgs"] += 1
+                    q["el"] += ready
+                    if staging is not None:
+                        sq = self._q(staging)
+                        sq["msgs"] += 1
+                        sq["el"] += rest
+                    used += ready + rest
+                    st["used"] = used
+                    _fifo_push(q["fifo"], ready, rest)
+                elif rec.reason is None and op == "GET":
+                    q = queues.get(queue)
+                    if q is not None and q["fifo"]:
+                        want = None
+                        if nbytes is not None:
+                            split = self._split(queue, nbytes)
+                            want = (split[0][1], split[1][1] if len(split) > 1 else 0)
+                        ready, rest = _fifo_take(q["fifo"], want)  # type: ignore[misc]
+                        parts = [(queue, ready)]
+                        if rest and (staging := staging_queue(queue)) is not None:
+                            parts.append((staging, rest))
+                        for name, k in parts:
+                            pq = queues.get(name)
+                            if pq is None:
+                                continue
+                            k = min(k, pq["el"])
+                            if pq["msgs"] > 0 and (k > 0 or name == queue):
+                                pq["msgs"] -= 1
+                            pq["el"] -= k
+                            if pq["ovf"] and ovflwstr:
+                                st["ovf_used"] -= k
+                            else:
+                                used -= k
+                        st["used"] = used
+                # (a failed operation or a START changes nothing but the newest ts)
+                if last_ts is None or rec.ts >= last_ts:
+                    last_ts, last_clock = rec.ts, rec.clock if rec.clock is not None else last_clock
+                i += 1
+        finally:
+            st["last_ts"], st["last_clock"] = last_ts, last_clock
+        return i
+
     def _unknown(self, rec: Activity) -> list[Emit]:
         if self.state["unknown"]:
             return []

@@ -71,7 +71,7 @@ def _activities(*fields: Any) -> Iterator[Activity]:
 def _screened(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]) -> None:
     """The rules over puts and gets (nothing else between them), their duplicates found in bulk
     (``screen``) a chunk of records at a time: exact, since the rules forget no ids between two records;
-    then the others applied in turn (``on_screened``: a structure's common case without the rules' checks)."""
+    then the others applied in turn (``on_screened``: the common case without the rules' checks)."""
     while chunk := list(islice(recs, SCREEN_CHUNK)):
         new = [rec for rec, dup in zip(chunk, mon.screen(chunk), strict=True) if not dup]
         for rec, out in mon.on_screened(new):

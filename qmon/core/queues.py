@@ -329,7 +329,7 @@ class QueueMonitor:
                 elif op == "PUT":
                     before = depth if rec.depth_after is None else max(0, rec.depth_after - 1)
                     after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
-                    quiet = not (  # (a timer this put starts has run 0 ms)
+                    quiet = not (  # (a timer this put starts has run 0 ms: QSVCINT >= 0, config and MQSC refuse less)
                         (start is not None and enabled and iev == "HIGH" and ts - start > interval)
                         or (before == 0 and interest)
                         or (enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"])

@@ -75,12 +75,29 @@ def _decoded(blob: bytes | None) -> Any:
     return state
 
 
-def _run(name: str, recs: list[Any], cuts: list[int], batched: bool) -> tuple[list[Any], Any, int]:
-    """Outputs, the last stored state (queues decoded) and how many records went to ``on_activity``."""
+#: the same structures after a restart with other thresholds: usage may be above the new OVFLWMAX with
+#: ``above`` unset, or below it with ``above`` still set
+RAISED = Config.model_validate(
+    {
+        **STRUCTURE_CONFIG,
+        "structures": [
+            {**d, "ovflwmax": 90, "fullthreshold": 95}
+            for d in (*STRUCTURE_CONFIG["structures"], {"strname": "NEARQ", "size": 30})  # type: ignore[misc]
+        ],
+    }
+).structure_settings()
+
+
+def _run(
+    name: str, recs: list[Any], cuts: list[int], batched: bool, restarts: list[bool] | None = None
+) -> tuple[list[Any], Any, int]:
+    """Outputs, the last stored state (queues decoded) and how many records went to ``on_activity``.
+    ``restarts``: for each batch, whether it runs with the other thresholds (``RAISED``)."""
     out: list[Any] = []
     blob, calls = None, 0
-    for lo, hi in zip([0, *cuts], [*cuts, len(recs)], strict=True):
-        mon = StructureMonitor(name, SETTINGS, stored.loads(blob) if blob else None, stored.load_queue)
+    for b, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(recs)], strict=True)):
+        settings = RAISED if restarts and restarts[b % len(restarts)] else SETTINGS
+        mon = StructureMonitor(name, settings, stored.loads(blob) if blob else None, stored.load_queue)
         batch = recs[lo:hi]
         if batched:
             rules = _Rules(mon)
@@ -105,20 +122,23 @@ def _run(name: str, recs: list[Any], cuts: list[int], batched: bool) -> tuple[li
     n=st.integers(1, 400),
     cuts=st.lists(st.integers(0, 400), max_size=6),
     runs=st.sampled_from([2, 3, structures.FIFO_MAX_RUNS]),
+    restarts=st.lists(st.booleans(), max_size=4),
 )
-def test_on_screened_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, name, n, cuts, runs):
-    """``runs``: FIFO runs kept per queue (few: runs merge, and their gets free averages)."""
+def test_on_screened_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, name, n, cuts, runs, restarts):
+    """``runs``: FIFO runs kept per queue (few: runs merge, and their gets free averages); ``restarts``:
+    batches run with other thresholds than the state was built with."""
     recs = _records(random.Random(seed), name, n)
     cuts = sorted({c for c in cuts if c < n})
     with patch.object(structures, "FIFO_MAX_RUNS", runs):
-        rules_out, rules_state, _ = _run(name, recs, cuts, batched=False)
-        out, state, _ = _run(name, recs, cuts, batched=True)
+        rules_out, rules_state, _ = _run(name, recs, cuts, batched=False, restarts=restarts)
+        out, state, _ = _run(name, recs, cuts, batched=True, restarts=restarts)
     assert out == rules_out
     assert state == rules_state
 
 
 def test_the_quiet_path_takes_many_records_and_the_rules_the_ones_that_raise():
-    """Not vacuous: over these small, often full structures a quarter of the records skip the rules, and every output still comes."""
+    """Not vacuous: over these small, often full structures a fifth of the records skip the rules, and every
+    output still comes."""
     rng = random.Random(7)
     taken = total = outputs = 0
     for name in ("MSGQ1", "MSGQ2"):
@@ -184,7 +204,7 @@ QUEUE_SETTINGS = MonitorSettings(
 
 
 def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
-    """Puts, gets, STARTs, failed puts (MQRC_Q_FULL among them), depths given or not, commands (queue and
+    """Puts, gets, STARTs, failed puts (MQRC_Q_FULL among them) and gets, depths given or not, commands (queue and
     depth attributes, PERFMEV, RESET QSTATS, interest) between them; no arrival clock on some."""
     records = random_stream(rng, "QM1", n=n, queues=7)
     for r in records:
@@ -193,6 +213,8 @@ def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
         r["queue"] = rng.choice(["Q10", "Q11", "Q20", "Q21", "Q3", r["queue"]])
         if r.get("reason") is not None and rng.random() < 0.5:
             r["reason"] = MQRC_Q_FULL
+        if r["op"] in ("GET", "START") and rng.random() < 0.05:
+            r["reason"] = 2033  # a failed get (MQRC_NO_MSG_AVAILABLE), and a START that carries one all the same
         if r["op"] in ("PUT", "GET") and rng.random() < 0.1:
             r["depth_after"] = rng.choice([0, 1, 3, 9])
         r["clock"] = None if rng.random() < 0.05 else r["ts"] + rng.randrange(50)  # the broker's append time
@@ -265,3 +287,41 @@ def test_a_queue_shards_quiet_path_takes_many_records_and_the_rules_the_ones_tha
     kinds = {r.get("type") for r in out}
     assert {"QSVCINT_HIGH", "QSVCINT_OK", "QDEPTH_HIGH", "QDEPTH_LOW", "QUEUE_STALLED"} <= kinds
     assert total - calls > total // 4  # records that skipped the rules
+
+
+def test_a_state_without_clear_goes_to_the_rules_which_add_it():
+    """A state from before holds (version 2 could lack ``clear``): the rules add it at the first put or get,
+    so the fast path leaves that record to them, then goes on."""
+    put = [
+        activity({"event_id": f"p{i}", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "PUT", "ts": i}, i) for i in range(3)
+    ]
+    rules, quiet = StructureMonitor("MSGQ1", SETTINGS), StructureMonitor("MSGQ1", SETTINGS)
+    del rules.state["clear"], quiet.state["clear"]
+    for rec in put:
+        rules.on_activity(rec, screened=True)
+    assert quiet._quiet_run(put, 0) == 0
+    assert _Rules(quiet) and quiet.on_screened(put) == []
+    assert quiet.state == rules.state and quiet.state["clear"] == {}
+
+
+def test_above_still_set_after_a_restart_with_a_higher_ovflwmax_goes_to_the_rules():
+    """A resource structure (never in overflow mode) at 75 % has reached OVFLWMAX 70 (``above``); restarted
+    with OVFLWMAX 90 it is below it: the rules' next put or get clears ``above`` (so reaching 90 % counts),
+    and the fast path leaves that record to them."""
+    puts = [
+        activity({"event_id": f"p{i}", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "PUT", "ts": i, "msg_bytes": 512}, i)
+        for i in range(12)  # RSRC1: 8 KB, 16 data elements
+    ]
+    mon = StructureMonitor("RSRC1", SETTINGS)
+    for rec in puts:
+        mon.on_activity(rec, screened=True)
+    assert mon.state["above"] and mon.state["mode_alert_id"] is None and mon.state["near_alert_id"] is None
+    blob = stored.dumps(mon.state)
+    get = [activity({"event_id": "g", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "GET", "ts": 100}, 100)]
+    rules = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
+    quiet = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
+    rules.on_activity(get[0], screened=True)
+    assert quiet._quiet_run(get, 0) == 0
+    quiet.on_screened(get)
+    assert not rules.state["above"]
+    assert _decoded(stored.dumps(quiet.state)) == _decoded(stored.dumps(rules.state))

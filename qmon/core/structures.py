@@ -455,7 +455,7 @@ class StructureMonitor:
         used = st["used"]
         if used * 100 >= limit:
             return i
-        queues, lgmsgsz, ovflwstr = st["queues"], d.lgmsgsz, d.ovflwstr
+        queues, lgmsgsz = st["queues"], d.lgmsgsz
         last_ts, last_clock = st["last_ts"], st["last_clock"]
         n = len(recs)
         try:
@@ -490,27 +490,8 @@ class StructureMonitor:
                 elif rec.reason is None and op == "GET":
                     q = queues.get(queue)
                     if q is not None and q["fifo"]:
-                        want = None
-                        if nbytes is not None:
-                            split = self._split(queue, nbytes)
-                            want = (split[0][1], split[1][1] if len(split) > 1 else 0)
-                        ready, rest = _fifo_take(q["fifo"], want)  # type: ignore[misc]
-                        parts = [(queue, ready)]
-                        if rest and (staging := staging_queue(queue)) is not None:
-                            parts.append((staging, rest))
-                        for name, k in parts:
-                            pq = queues.get(name)
-                            if pq is None:
-                                continue
-                            k = min(k, pq["el"])
-                            if pq["msgs"] > 0 and (k > 0 or name == queue):
-                                pq["msgs"] -= 1
-                            pq["el"] -= k
-                            if pq["ovf"] and ovflwstr:
-                                st["ovf_used"] -= k
-                            else:
-                                used -= k
-                        st["used"] = used
+                        self._free(rec, q)  # (as ``_get``; a get only lowers usage: nothing to check)
+                        used = st["used"]
                 # (a failed operation or a START changes nothing but the newest ts)
                 if last_ts is None or rec.ts >= last_ts:
                     last_ts, last_clock = rec.ts, rec.clock if rec.clock is not None else last_clock
@@ -821,6 +802,19 @@ class StructureMonitor:
         if q is None or not q["fifo"]:
             return []  # no message qmon saw put (activity before qmon started): nothing to free
         before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        self._free(rec, q)
+        out: list[Emit] = []
+        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
+            out.extend(self._end_overflow(rec.ts, rec.event_id, before))
+        out.extend(self._rearm())
+        out.extend(self._near_full(rec, before))
+        out.extend(self._track_clear(rec.ts))
+        return out
+
+    def _free(self, rec: Activity, q: StructureQueueState) -> None:
+        """What a get frees: the oldest message of ``rec``'s queue ``q`` (its FIFO not empty), or the oldest of
+        ``rec``'s size, ready and staging parts, each at most what its queue holds."""
+        st = self.state
         want = None
         if rec.msg_bytes is not None:
             split = self._split(rec.queue, rec.msg_bytes)
@@ -832,7 +826,6 @@ class StructureMonitor:
         staging_name = staging_queue(rec.queue)
         if staging and staging_name is not None:
             parts.append((staging_name, staging))
-        freed_primary = freed_ovf = 0
         for name, n in parts:
             pq = st["queues"].get(name)
             if pq is None:
@@ -843,17 +836,8 @@ class StructureMonitor:
             pq["el"] -= n
             if self._in_overflow_structure(name):
                 st["ovf_used"] -= n
-                freed_ovf += n
             else:
                 st["used"] -= n
-                freed_primary += n
-        out: list[Emit] = []
-        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
-            out.extend(self._end_overflow(rec.ts, rec.event_id, before))
-        out.extend(self._rearm())
-        out.extend(self._near_full(rec, before))
-        out.extend(self._track_clear(rec.ts))
-        return out
 
     # ---------------------------------------------------------- hysteresis: margin and hold
 

@@ -120,7 +120,10 @@ def config_for(
                 "master": master,
                 "trigger": trigger,
             },
-            "monitor": {"perfmev": "ENABLED"},
+            "monitor": {
+                "perfmev": "ENABLED",
+                **{k: TUNING[k] for k in ("dedup_window", "dedup_max") if TUNING.get(k) is not None},
+            },
             "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": qsvcint}],
             "structures": [
                 {"strname": "MSGQ1", "size": 400_000, "initsize": 200_000, "ovflwstr": "OVFQ1", "ovflwsize": 400_000},
@@ -643,15 +646,27 @@ def main() -> int:
         help="the records' event_ids: b0, b1, ... (short) or random UUIDs, as producers usually send (uuid)",
     )
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    ap.add_argument(
+        "--dedup-window",
+        help="monitor.dedup_window (default: qmon's, 10 minutes).  The records' ts advance 1 ms a record, so at "
+        "5,000/s event time runs 5x faster than the wall clock: '50 minutes' remembers as many ids per queue as "
+        "10 minutes would at that rate in production",
+    )
+    ap.add_argument("--dedup-max", type=int, help="monitor.dedup_max (default: qmon's, 256)")
     args = ap.parse_args()
     global EVENT_IDS
     EVENT_IDS = args.event_ids
     if args.operator == "tws":
         os.environ["QMON_OPERATOR"] = "tws"
-    TUNING.update(shuffle=args.shuffle, input_tasks=args.input_tasks)
+    TUNING.update(
+        shuffle=args.shuffle, input_tasks=args.input_tasks, dedup_window=args.dedup_window, dedup_max=args.dedup_max
+    )
     print(
         f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
-        f"{args.input_tasks or 'one per Kafka partition'}" + "".join(f", {c}" for c in args.conf)
+        f"{args.input_tasks or 'one per Kafka partition'}"
+        + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
+        + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
+        + "".join(f", {c}" for c in args.conf)
     )
 
     from qmon.streaming.spark import session

@@ -17,7 +17,13 @@ of digests, oldest first (``Ids``), where a membership test is one search in C a
 append, and their ts one machine array.  Building a dict of 256 ids and flattening it again cost
 ~15 µs per touched queue per batch, more than the rules themselves for a small batch.
 
-At rest a queue's ids are ``(digests, ts)``: two byte strings.  States written by earlier 0.4 builds hold
+An id's ts is kept as its offset from a ``base`` (the first ts the queue remembered), 4 bytes instead of 8:
+12 bytes an id instead of 16, and the ids are most of what every micro-batch ships (README, Benchmarks,
+the steady state).  When a ts does not fit (ids spanning more than 24.8 days, or a ts that far from the
+base) the base moves to the oldest id remembered, and if they still do not fit the queue keeps 8-byte ts.
+
+At rest a queue's ids are ``(digests, ts offsets, base)``, or ``(digests, ts)`` with 8-byte ts (written
+before the offsets, and by a queue whose ids do not fit).  States written by earlier 0.4 builds hold
 ``(ids joined by separators, ts)`` (a str where the digests are bytes), before 0.4 ``(ids without
 separators, their lengths, their ts)``, or a plain dict (the pure reference and the tests may
 leave everything as a dict): all are read, and their ids digested.
@@ -35,6 +41,9 @@ from typing import Any
 
 #: bytes of an id's digest
 SIZE = 8
+
+#: what 4-byte ts offsets hold (``array("i")``)
+_INT32 = range(-(2**31), 2**31)
 
 # separator and escape of the 0.4 format (ids joined in one str), read only
 _SEP = "\x00"
@@ -80,24 +89,32 @@ class Ids:
     from ``start`` (the offset of the oldest digest still remembered; a match must fall on a multiple of 8),
     and forgetting the oldest moves ``start`` on without copying.  Ids remembered since loading are in
     ``fresh`` (a dict of digests, in order, after the loaded ones).  ``stamps`` holds every id's ts in the
-    same order, ``first`` the index of the oldest remembered one; ``loaded`` how many came from ``joined``."""
+    same order, ``first`` the index of the oldest remembered one; ``loaded`` how many came from ``joined``.
+    A ts is held as ``ts - base``: in 4 bytes (``array("i")``) from the first ts remembered, or in 8 with
+    ``base`` 0 (``array("q")``: ts given so, and ids that do not fit in 4); ``base`` is None until the first."""
 
-    __slots__ = ("joined", "start", "stamps", "first", "loaded", "fresh")
+    __slots__ = ("joined", "start", "stamps", "first", "loaded", "fresh", "base")
 
-    def __init__(self, joined: bytes = b"", stamps: array | None = None) -> None:
+    def __init__(self, joined: bytes = b"", stamps: array | None = None, base: int | None = 0) -> None:
         self.joined, self.start = joined, 0
-        self.stamps = stamps if stamps is not None else array("q")
+        if stamps is None:
+            stamps, base = array("i"), None
+        self.stamps, self.base = stamps, base
         self.first, self.loaded = 0, len(self.stamps)
         self.fresh: dict[bytes, int] = {}
 
     @classmethod
     def load(cls, stored: Any) -> Ids:
-        """From what a state holds: ``(digests, ts)``; by earlier 0.4 builds ``(joined ids, ts)``, before 0.4
-        ``(ids, lengths, ts)``, or a dict; or nothing."""
+        """From what a state holds: ``(digests, ts offsets, base)`` or ``(digests, ts)``; by earlier 0.4 builds
+        ``(joined ids, ts)``, before 0.4 ``(ids, lengths, ts)``, or a dict; or nothing."""
         if not stored:
             return cls()
         if isinstance(stored, dict):
             return cls.of(stored)
+        if len(stored) == 3 and isinstance(stored[2], int):
+            offsets = array("i")
+            offsets.frombytes(stored[1])
+            return cls(bytes(stored[0]), offsets, stored[2])
         stamps = array("q")
         if len(stored) == 2:
             stamps.frombytes(stored[1])
@@ -120,15 +137,54 @@ class Ids:
     def of(cls, recent: dict[str, int]) -> Ids:
         return cls(b"".join(digest(k) for k in recent), array("q", recent.values()))
 
-    def packed(self) -> tuple[bytes, bytes]:
+    def packed(self) -> tuple[bytes, bytes] | tuple[bytes, bytes, int]:
+        """``(digests, 4-byte ts offsets, base)``; ``(digests, 8-byte ts)`` when the ts do not fit in 4."""
         joined = self.joined[self.start :] + b"".join(self.fresh)
-        return (joined, self.stamps[self.first :].tobytes())
+        stamps = self.stamps[self.first :]
+        if not stamps:
+            return (joined, b"")
+        if stamps.typecode == "i":
+            return (joined, stamps.tobytes(), self.base or 0)
+        low = min(stamps)  # 8-byte ts (loaded so, or given as a dict): 4 if they fit from the oldest
+        if max(stamps) - low in _INT32:
+            return (joined, array("i", [t - low for t in stamps]).tobytes(), low)
+        return (joined, stamps.tobytes())
 
     def as_dict(self) -> dict[bytes, int]:
         """The digests and their ts, oldest first (for tests and inspection)."""
         joined = self.packed()[0]
         names = [joined[i : i + SIZE] for i in range(0, len(joined), SIZE)]
-        return dict(zip(names, self.stamps[self.first :], strict=True))
+        base = self.base or 0
+        return dict(zip(names, (s + base for s in self.stamps[self.first :]), strict=True))
+
+    def _append(self, stamps: list[int]) -> int:
+        """Remember ``stamps`` (ts, after the others) as offsets from ``base``; returns ``base``."""
+        base = self.base
+        if base is None:
+            base = self.base = stamps[0]
+        held = self.stamps
+        if held.typecode == "q":  # 8-byte ts, base 0
+            held.extend(stamps)
+            return 0
+        offsets = [t - base for t in stamps]
+        if not (min(offsets) in _INT32 and max(offsets) in _INT32):
+            return self._rebase(stamps)
+        held.extend(offsets)
+        return base
+
+    def _rebase(self, stamps: list[int]) -> int:
+        """Hold every remembered ts and ``stamps`` from a new base, the oldest ts: in 4 bytes if they fit,
+        else in 8 (base 0).  The forgotten ids' ts are dropped (``first`` becomes 0)."""
+        base = self.base or 0
+        ts = [s + base for s in self.stamps[self.first :]] + stamps
+        low, high = min(ts), max(ts)
+        if high - low in _INT32:
+            self.stamps, self.base = array("i", [t - low for t in ts]), low
+        else:
+            self.stamps, self.base = array("q", ts), 0
+        self.loaded = max(0, self.loaded - self.first)
+        self.first = 0
+        return self.base
 
     def _stored(self, d: bytes) -> bool:
         if self.first >= self.loaded:
@@ -157,11 +213,12 @@ class Ids:
         n = len(ds)
         if n < 2 or keep < 1 or window_ms < 0 or not self._all_new(ds, stamps):
             return [self._seen(d, ts, window_ms, keep) for d, ts in zip(ds, stamps, strict=True)]
-        fresh, all_stamps = self.fresh, self.stamps
+        fresh = self.fresh
         fresh.update(zip(ds, stamps, strict=True))
-        all_stamps.extend(stamps)
+        base = self._append(stamps)
+        all_stamps = self.stamps
         first, end = self.first, len(all_stamps)
-        horizon = stamps[-1] - window_ms
+        horizon = stamps[-1] - window_ms - base
         oldest = max(first, end - keep)
         while oldest < end and all_stamps[oldest] < horizon:
             oldest += 1
@@ -194,9 +251,9 @@ class Ids:
         if d in self.fresh or self._stored(d):
             return True
         self.fresh[d] = ts
+        base = self._append([ts])
         stamps = self.stamps
-        stamps.append(ts)
-        horizon = ts - window_ms
+        horizon = ts - window_ms - base
         first, end = self.first, len(stamps)
         drop = max(0, end - first - keep)
         while first + drop < end and stamps[first + drop] < horizon:

@@ -74,12 +74,13 @@ def test_duplicates_match_an_ordered_dict_across_any_packing(steps, window_ms, k
     against_the_model({}, {}, 0, steps, window_ms, keep, lambda h: pickle.loads(pickle.dumps(h)))
 
 
-def against_the_model(model, holder, ts, steps, window_ms, keep, round_trip) -> None:
+def against_the_model(model, holder, ts, steps, window_ms, keep, round_trip, absolute=False) -> None:
     """Each step's answer and the ids left at the end equal the dict model's (insertion order, evicted by
-    count and window); where a step says so, the state is packed and stored (``round_trip``) before the next."""
+    count and window); where a step says so, the state is packed and stored (``round_trip``) before the next.
+    A step moves ts on, or (``absolute``) is the ts."""
     r = Recent(window_ms, keep)
     for key, step, store in steps:
-        ts += step
+        ts = step if absolute else ts + step
         expected = key in model
         if not expected:
             model[key] = ts
@@ -121,12 +122,70 @@ def test_an_older_state_then_messagepack_round_trips_match_the_model(old, fmt, s
     against_the_model(model, holder, len(old), steps, window_ms, keep, stored)
 
 
+def test_a_ts_is_kept_in_4_bytes_from_the_first_ts():
+    ids = Ids()
+    for i, key in enumerate(("a", "b", "c")):
+        assert not ids.seen(key, 1_700_000_000_000 + i, 600_000, 256)
+    joined, offsets, base = ids.packed()
+    assert len(joined) == 3 * SIZE and len(offsets) == 3 * 4 and base == 1_700_000_000_000
+    again = Ids.load(msgpack.unpackb(msgpack.packb(ids.packed()), raw=False))
+    assert again.as_dict() == digested({"a": 1_700_000_000_000, "b": 1_700_000_000_001, "c": 1_700_000_000_002})
+    assert again.seen("b", 1_700_000_000_003, 600_000, 256) and not again.seen("d", 1_700_000_000_004, 600_000, 256)
+
+
+def test_ids_stored_with_8_byte_ts_are_read_and_stored_again_in_4():
+    """(digests, 8-byte ts): what 0.4 stored before the offsets."""
+    stored = (digest("a") + digest("b"), array("q", [1_700_000_000_000, 1_700_000_000_500]).tobytes())
+    ids = Ids.load(stored)
+    assert ids.as_dict() == digested({"a": 1_700_000_000_000, "b": 1_700_000_000_500})
+    assert ids.seen("a", 1_700_000_000_600, 600_000, 256) and not ids.seen("c", 1_700_000_000_700, 600_000, 256)
+    joined, offsets, base = ids.packed()
+    assert len(offsets) == 3 * 4 and base == 1_700_000_000_000
+    assert Ids.load(ids.packed()).as_dict() == digested(
+        {"a": 1_700_000_000_000, "b": 1_700_000_000_500, "c": 1_700_000_000_700}
+    )
+
+
+def test_ids_spanning_more_than_24_days_keep_8_byte_ts():
+    """4 bytes hold offsets up to 2^31 ms (24.8 days): a wider span, or a ts that far from the base, moves
+    the base to the oldest id and, if that is not enough, keeps the ts in 8 bytes."""
+    day = 86_400_000
+    ids = Ids()
+    assert not ids.seen("a", 0, 100 * day, 256)
+    assert not ids.seen("b", 30 * day, 100 * day, 256)  # 30 days after the first: does not fit in 4 bytes
+    assert len(ids.packed()) == 2 and len(ids.packed()[1]) == 2 * 8
+    assert ids.seen("a", 31 * day, 100 * day, 256)
+    # a short window forgets the old ids: the ts fit again from the oldest remembered
+    short = Ids()
+    assert not short.seen("a", 0, day, 256)
+    assert not short.seen("b", 30 * day, day, 256)  # "a" is forgotten (older than the window)
+    joined, offsets, base = short.packed()
+    assert joined == digest("b") and len(offsets) == 4 and base == 30 * day
+    assert not short.seen("a", 30 * day + 1, day, 256)
+
+
+wide_ts = st.sampled_from([0, 1, 7, 2**31 - 2, 2**31 - 1, 2**31, 2**31 + 1, 2**32 + 5, 3 * 10**9, 1_700_000_000_000])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(keys, wide_ts, st.booleans()), max_size=40),
+    st.sampled_from([0, 40, 2**31 - 1, 2**31, 10**13]),
+    st.integers(1, 6),
+)
+def test_ts_wider_than_4_bytes_in_any_order_match_the_model(steps, window_ms, keep):
+    """Ts far apart (around 2^31 ms, the span 4 bytes hold), in any order, stored between records or not:
+    the same answers and the same ids left as the dict model."""
+    stored = lambda h: msgpack.unpackb(msgpack.packb(h, use_bin_type=True), raw=False)  # noqa: E731
+    against_the_model({}, {}, 0, steps, window_ms, keep, stored, absolute=True)
+
+
 def test_duplicates_are_found_across_pack_and_pickle():
     r = Recent(window_ms=1000, keep=3)
     q = {}
     assert not r.duplicate(q, "e1", 100)
     r.pack()
-    assert isinstance(q["recent"], tuple)  # (their digests, their ts) at rest
+    assert isinstance(q["recent"], tuple)  # (their digests, their ts' offsets, the base) at rest
     q = pickle.loads(pickle.dumps(q))
     r = Recent(window_ms=1000, keep=3)
     assert r.duplicate(q, "e1", 150)

@@ -111,7 +111,9 @@ class Ids:
             return cls()
         if isinstance(stored, dict):
             return cls.of(stored)
-        if len(stored) == 3 and isinstance(stored[2], int):
+        if not stored[1]:  # no ts (in every tuple form): no ids, and a new queue's 4-byte ts from its first
+            return cls()
+        if len(stored) == 3 and isinstance(stored[2], int):  # (before 0.4 the third was bytes: the ts)
             offsets = array("i")
             offsets.frombytes(stored[1])
             return cls(bytes(stored[0]), offsets, stored[2])
@@ -158,7 +160,8 @@ class Ids:
         return dict(zip(names, (s + base for s in self.stamps[self.first :]), strict=True))
 
     def _append(self, stamps: list[int]) -> int:
-        """Remember ``stamps`` (ts, after the others) as offsets from ``base``; returns ``base``."""
+        """Remember ``stamps`` (ts, after the others) as offsets from ``base`` (set by the first); returns the
+        base they are held from (0 for 8-byte ts)."""
         base = self.base
         if base is None:
             base = self.base = stamps[0]

@@ -25,6 +25,7 @@ def test_pack_round_trip_keeps_digests_ts_and_order():
     again = Ids.load(packed).as_dict()
     assert again == digested(AWKWARD) and list(again) == list(digested(AWKWARD))
     assert Ids.load(Ids().packed()).as_dict() == {} and Ids.load(None).as_dict() == {}
+    assert Ids.load([b"", b""]).stamps.typecode == "i"  # no ids: a new queue's ts in 4 bytes
 
 
 def test_a_digest_found_across_two_stored_digests_is_not_an_id_seen():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import json
 import os
 import random
 import sys
@@ -116,6 +117,7 @@ def config_for(
                 "queue_buckets": 4,
                 "shuffle_partitions": TUNING.get("shuffle") or shuffle,
                 "input_tasks": TUNING.get("input_tasks"),
+                "checkpoint_fs": TUNING.get("checkpoint_fs") or "nio",
                 "watermark_delay": "0 seconds",
                 "master": master,
                 "trigger": trigger,
@@ -427,7 +429,6 @@ def _pct(values: list[float], f: float) -> float:
 
 def _lag(bootstrap: str, src: str, progress: dict[str, Any] | None) -> int | None:
     """Records of ``src`` the query had not read at ``progress`` (its end offsets vs the topic's ends now)."""
-    import json
 
     from confluent_kafka import Consumer, TopicPartition
 
@@ -448,7 +449,15 @@ def _lag(bootstrap: str, src: str, progress: dict[str, Any] | None) -> int | Non
 
 
 def latency(
-    spark: Any, bootstrap: str, rate: int, seconds: int, queues: int, tmp: Path, settle: int = 20, warmup: int = 30
+    spark: Any,
+    bootstrap: str,
+    rate: int,
+    seconds: int,
+    queues: int,
+    tmp: Path,
+    settle: int = 20,
+    warmup: int = 30,
+    progress_json: Path | None = None,
 ) -> None:
     """A sustained-rate run: produce at ``rate`` records/s for ``warmup`` + ``seconds`` while the job runs (200 ms
     trigger); over the last ``seconds`` (the first batches start the Python workers and compile the JVM's
@@ -517,6 +526,10 @@ def latency(
     collect()
     query.stop()
     log.close()
+    if progress_json is not None:  # the counted batches' progress reports, one JSON object a line
+        with progress_json.open("a") as f:
+            for pr in progress:
+                f.write(json.dumps({"rate": rate, **pr}) + "\n")
     # every input record has its own ts (T0 + its index): the key from an output back to its source
     inputs = {to_ms(avro.decode("QueueActivity", v)["ts"]): ts for _, v, ts in read_all(bootstrap, [src])}
     lat = []
@@ -577,7 +590,6 @@ def latency(
 
 
 def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> None:
-    import json
     import subprocess
 
     src = topics.physical(topics.ACTIVITY, prefix)
@@ -653,17 +665,32 @@ def main() -> int:
         "10 minutes would at that rate in production",
     )
     ap.add_argument("--dedup-max", type=int, help="monitor.dedup_max (default: qmon's, 256)")
+    ap.add_argument(
+        "--checkpoint-fs",
+        choices=["nio", "hadoop"],
+        default="nio",
+        help="job.checkpoint_fs: the checkpoint's files through Java's file API (qmon's default) or Hadoop's",
+    )
+    ap.add_argument(
+        "--progress-json",
+        type=Path,
+        help="--latency: append the measured micro-batches' progress reports (Spark's JSON, one a line) to this file",
+    )
     args = ap.parse_args()
     global EVENT_IDS
     EVENT_IDS = args.event_ids
     if args.operator == "tws":
         os.environ["QMON_OPERATOR"] = "tws"
     TUNING.update(
-        shuffle=args.shuffle, input_tasks=args.input_tasks, dedup_window=args.dedup_window, dedup_max=args.dedup_max
+        checkpoint_fs=args.checkpoint_fs,
+        shuffle=args.shuffle,
+        input_tasks=args.input_tasks,
+        dedup_window=args.dedup_window,
+        dedup_max=args.dedup_max,
     )
     print(
         f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
-        f"{args.input_tasks or 'one per Kafka partition'}"
+        f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}"
         + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
         + "".join(f", {c}" for c in args.conf)
@@ -690,7 +717,16 @@ def main() -> int:
         )
         if args.latency:
             for rate in args.rate:
-                latency(spark, bootstrap, rate, args.seconds, args.queues, tmp, warmup=args.warmup)
+                latency(
+                    spark,
+                    bootstrap,
+                    rate,
+                    args.seconds,
+                    args.queues,
+                    tmp,
+                    warmup=args.warmup,
+                    progress_json=args.progress_json,
+                )
             return 0
         if args.mq_trace:
             mq_trace(spark, bootstrap, args.records, args.queues, args.calls, tmp)

@@ -29,10 +29,13 @@ def start_query(
     from pyspark.sql import functions as F
 
     from qmon.streaming.pipeline import build
+    from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import structure_buckets
 
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
+    fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)
+    logger.info("qmon job: checkpoint %s on the %s local file system", checkpoint, fs)
     kafka = spark_options(bootstrap, config.kafka.security)
 
     def source(topic: str) -> Any:

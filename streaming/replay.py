@@ -65,6 +65,7 @@ def run_rows(
     from pyspark.sql import functions as F
 
     from qmon.streaming.pipeline import build
+    from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import structure_buckets
 
     data = workdir / "input"
@@ -77,6 +78,7 @@ def run_rows(
         .withColumn("timestamp", F.timestamp_millis("timestamp_ms"))
         .drop("timestamp_ms")
     )
+    checkpoint_fs(spark, str(workdir / "checkpoint"), config.job.checkpoint_fs)
     placed = structure_buckets(spark, str(workdir / "checkpoint"), [s.strname for s in config.structures])
     out = build(
         raw,

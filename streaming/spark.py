@@ -7,7 +7,8 @@ as reached here does not carry ``spark-sql-kafka-0-10_2.13`` or
 newest of each that it does carry (see ``DEFAULT_PACKAGES``); the end-to-end
 tests prove they work with PySpark 4.3.0.  ``QMON_SPARK_PACKAGES`` overrides
 the list (comma-separated Maven coordinates), e.g. to the matching 4.3.x
-artifacts once they are published.
+artifacts once they are published.  One more jar, for a local checkpoint's files
+(``NIO_LOCAL_FS``, see ``checkpoint_fs``), qmon fetches itself into its cache.
 """
 
 from __future__ import annotations
@@ -26,11 +27,54 @@ KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 AVRO_FUNCTIONS = "org.apache.spark:spark-avro_2.13:4.1.1"
 DEFAULT_PACKAGES = (KAFKA_CONNECTOR, AVRO_FUNCTIONS)
 
+#: Hadoop's local file system through Java's own file API (Apache-2.0, one 16 KB jar with no dependencies;
+#: see ``checkpoint_fs``).  Fetched by qmon itself, not by Spark's Ivy: Ivy also looks for the jar of its
+#: parent POM in every repository it knows, and prints a warning for each one it cannot reach, at every start.
+NIO_LOCAL_FS = "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0"
+NIO_LOCAL_FS_SHA1 = "cd03dc0f6e2b8d8957d97d421e95d9ceaa16b06b"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 def packages() -> str:
     return os.environ.get("QMON_SPARK_PACKAGES") or ",".join(DEFAULT_PACKAGES)
+
+
+def nio_local_fs_jar(timeout: float = 60.0) -> str | None:
+    """``NIO_LOCAL_FS``'s jar: from qmon's cache, or downloaded once from Maven Central
+    (``QMON_MAVEN_REPOSITORY`` for a mirror) and checked against its SHA-1; None, with a warning, if it
+    cannot be had (the checkpoint then stays on Hadoop's local file system)."""
+    import hashlib
+    import urllib.request
+
+    from qmon.connectors.broker import cache_dir
+
+    group, artifact, version = NIO_LOCAL_FS.split(":")
+    jar = cache_dir() / "jars" / f"{artifact}-{version}.jar"
+    if jar.is_file() and hashlib.sha1(jar.read_bytes()).hexdigest() == NIO_LOCAL_FS_SHA1:
+        return str(jar)
+    repo = os.environ.get("QMON_MAVEN_REPOSITORY") or MAVEN_CENTRAL
+    url = f"{repo.rstrip('/')}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            body = response.read()
+        if hashlib.sha1(body).hexdigest() != NIO_LOCAL_FS_SHA1:
+            raise ValueError(f"SHA-1 {hashlib.sha1(body).hexdigest()}, expected {NIO_LOCAL_FS_SHA1}")
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        partial = jar.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(body)
+        partial.replace(jar)
+        return str(jar)
+    except (OSError, ValueError) as exc:
+        logger.warning(
+            "could not fetch %s from %s (%s): the checkpoint uses Hadoop's local file system, which runs chmod "
+            "for every file it writes",
+            NIO_LOCAL_FS,
+            url,
+            exc,
+        )
+        return None
 
 
 #: HotSpot never compiles a method of more than 8,000 bytes of bytecode (``DontCompileHugeMethods``), and
@@ -109,11 +153,18 @@ def session(
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **(extra or {}),
     }
+    jar = nio_local_fs_jar()
+    if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
+        options["spark.jars"] = ",".join(j for j in (options.get("spark.jars"), jar) if j)
     options = with_jit_options(options, spark_defaults())
     _launch_jvm(options)
     builder = SparkSession.builder
     for k, v in options.items():
-        builder = builder.config(k, v)
+        # spark-submit added the jars of spark.jars.packages to spark.jars in the JVM's own settings, which
+        # the session reads: setting spark.jars again here would drop them (the executors of a cluster
+        # would run without the Kafka and Avro jars)
+        if k != "spark.jars":
+            builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
     return spark
@@ -206,3 +257,54 @@ def shutdown(spark: Any, timeout: float = 30.0) -> None:
             proc.kill()
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+#: Without Hadoop's native library (PySpark ships none), Hadoop's local file system sets the permissions of
+#: every file it creates by running ``chmod`` in a child process of Spark's JVM: ~25 ms a file here.  A
+#: micro-batch creates several in the checkpoint (its offsets and commit files and their checksums, each
+#: state store's changelog), so a batch spent ~250 ms waiting for ``chmod``.  ``nio`` makes ``file:``
+#: paths of the query's checkpoint use ``BareLocalFileSystem`` (the same files, checksums included, with
+#: permissions set through ``java.nio``) and Spark's ``FileSystem``-based checkpoint file manager (its
+#: default, ``FileContext``, would go through Hadoop's own local file system again).
+NIO_SETTINGS = {
+    "fs.file.impl": "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem",
+    # the JVM may hold Hadoop's local file system in its cache already: a query's own instance instead
+    "fs.file.impl.disable.cache": "true",
+    "spark.sql.streaming.checkpointFileManagerClass": (
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    ),
+}
+
+
+def is_local_path(path: str, default_fs: str) -> bool:
+    """Whether a checkpoint location is on the local file system: ``file:`` paths, and paths without a
+    scheme when Hadoop's default file system (``fs.defaultFS``) is the local one."""
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*):", path)
+    if scheme and len(scheme.group(1)) > 1:  # (a Windows drive letter is not a scheme)
+        return scheme.group(1).lower() == "file"
+    return default_fs.lower().startswith("file:")
+
+
+def checkpoint_fs(spark: Any, checkpoint: str, mode: str = "nio") -> str:
+    """Set the session up for a query whose checkpoint is ``checkpoint`` (before it starts); returns the file
+    system it gets: ``nio`` for a local checkpoint when ``mode`` is ``nio`` and the jar is on the JVM's
+    class path (``NIO_LOCAL_FS``), else ``hadoop`` (Hadoop's own, as Spark's defaults have it)."""
+    default_fs = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
+    chosen = "nio" if mode == "nio" and is_local_path(checkpoint, default_fs) else "hadoop"
+    if chosen == "nio":
+        try:
+            spark._jvm.org.apache.spark.util.Utils.classForName(NIO_SETTINGS["fs.file.impl"], True, False)
+        except Exception:  # noqa: BLE001 - the jar could not be fetched (logged then): Hadoop's, and say so
+            logger.warning(
+                "%s is not on Spark's class path (%s): the checkpoint uses Hadoop's local file system, which "
+                "runs chmod for every file it writes",
+                NIO_SETTINGS["fs.file.impl"],
+                NIO_LOCAL_FS,
+            )
+            chosen = "hadoop"
+    for key, value in NIO_SETTINGS.items():
+        if chosen == "nio":
+            spark.conf.set(key, value)
+        else:
+            spark.conf.unset(key)
+    return chosen

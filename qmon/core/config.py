@@ -90,6 +90,11 @@ class KafkaConfig(_Model):
 
 class JobConfig(_Model):
     checkpoint: str = "./qmon-checkpoint"
+    checkpoint_fs: Literal["nio", "hadoop"] = Field(
+        "nio",
+        description="a local checkpoint's files through Java's file API (nio) or Hadoop's local file system, "
+        "which runs chmod in a child process for every file it writes (hadoop)",
+    )
     master: str = "local[*]"
     trigger: str = "1 second"
     shuffle_partitions: int = Field(4, ge=1, le=10_000)

@@ -145,6 +145,8 @@ def _run_setup(bootstrap: str, prefix: str) -> None:
 
 
 def test_restart_on_the_same_checkpoint_equals_an_uninterrupted_run(spark, kafka_bootstrap, tmp_path):
+    """The first half's checkpoint is written through Hadoop's local file system (as before
+    ``job.checkpoint_fs``), the second half carries on through Java's (the default): the same files."""
     work = _workload()
     half = len(work) // 2
     whole_prefix, split_prefix = f"w{os.getpid()}{id(work) % 10000}", f"s{os.getpid()}{id(work) % 10000}"
@@ -155,7 +157,9 @@ def test_restart_on_the_same_checkpoint_equals_an_uninterrupted_run(spark, kafka
     run(config_for(whole_prefix), kafka_bootstrap, str(tmp_path / "whole"), available_now=True, spark=spark)
 
     produce_activity(kafka_bootstrap, split_prefix, work[:half])
-    run(config_for(split_prefix), kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
+    before = config_for(split_prefix, checkpoint_fs="hadoop")
+    run(before, kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
+    assert (tmp_path / "split" / "commits" / ".0.crc").exists()  # Hadoop's checksums, read back below
     produce_activity(kafka_bootstrap, split_prefix, work[half:])
     run(config_for(split_prefix), kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
 

@@ -73,7 +73,13 @@ def test_qmon_replay_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> No
     # what the user sees: qmon's own messages, none of PySpark's workers' chatter or Spark's start-up noise
     assert f"records written to {out}" in run.stderr, run.stderr[-3000:]
     assert "Python worker" not in run.stderr + run.stdout and "Received UDF" not in run.stderr, run.stderr[-3000:]
-    for noise in (":: resolving dependencies", "Ivy Default Cache", "Setting default log level", "NativeCodeLoader"):
+    for noise in (
+        ":: resolving dependencies",
+        ":: problems summary",
+        "Ivy Default Cache",
+        "Setting default log level",
+        "NativeCodeLoader",
+    ):
         assert noise not in run.stderr, run.stderr[-3000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert any(r["topic"] == "qmon.events.performance" and r["type"] == "QSVCINT_HIGH" for r in records), records

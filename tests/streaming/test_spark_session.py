@@ -1,10 +1,15 @@
-"""The Spark session qmon starts: the JVM compiles the huge methods Spark generates for the input stage."""
+"""The Spark session qmon starts: the JVM compiles the huge methods Spark generates for the input stage, and a
+local checkpoint's files are written without a ``chmod`` child process each."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
-from qmon.streaming.spark import JIT_HUGE_METHODS, spark_defaults, with_jit_options
+from qmon.streaming import spark as qspark
+from qmon.streaming.spark import JIT_HUGE_METHODS, checkpoint_fs, is_local_path, spark_defaults, with_jit_options
 
 DRIVER, EXECUTOR = "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"
 
@@ -54,3 +59,106 @@ def test_the_running_jvm_compiles_huge_methods(spark):
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert JIT_HUGE_METHODS in arguments
     assert JIT_HUGE_METHODS in spark.sparkContext.getConf().get(EXECUTOR)
+
+
+def test_which_checkpoint_locations_are_local():
+    assert is_local_path("/var/qmon/ckpt", "file:///")
+    assert is_local_path("./qmon-checkpoint", "file:///")
+    assert is_local_path("file:///var/qmon/ckpt", "hdfs://nn:8020")
+    assert is_local_path("FILE:/var/qmon/ckpt", "file:///")
+    assert is_local_path("C:/qmon/ckpt", "file:///")  # a drive letter is not a scheme
+    assert not is_local_path("/var/qmon/ckpt", "hdfs://nn:8020")  # no scheme: the default file system's
+    assert not is_local_path("hdfs://nn:8020/qmon/ckpt", "file:///")
+    assert not is_local_path("s3a://bucket/qmon/ckpt", "file:///")
+
+
+def _file_system(spark, path):
+    """The Hadoop file system a query's checkpoint would get (the session's Hadoop configuration)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    return jvm.org.apache.hadoop.fs.Path(path).getFileSystem(conf)
+
+
+@pytest.mark.spark
+def test_a_local_checkpoint_is_written_through_java_nio_with_hadoops_permissions(spark, tmp_path):
+    try:
+        assert checkpoint_fs(spark, str(tmp_path / "ckpt")) == "nio"
+        fs = _file_system(spark, str(tmp_path))
+        assert fs.getClass().getName() == "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
+        assert "FileSystemBased" in spark.conf.get("spark.sql.streaming.checkpointFileManagerClass")
+        # a file and its checksum, with the permissions Hadoop gives (0644 after its default umask 022)
+        out = fs.create(spark.sparkContext._jvm.org.apache.hadoop.fs.Path(str(tmp_path / "f")), False)
+        out.write(bytearray(b"qmon"))
+        out.close()
+        assert (tmp_path / "f").read_bytes() == b"qmon" and (tmp_path / ".f.crc").exists()
+        assert stat.S_IMODE(os.stat(tmp_path / "f").st_mode) == 0o644
+
+        # a checkpoint elsewhere, or the choice of Hadoop's own: Spark's defaults
+        assert checkpoint_fs(spark, "hdfs://namenode:8020/qmon/ckpt") == "hadoop"
+        assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass", None) is None
+        before = _file_system(spark, str(tmp_path))  # the session's own (Hive's ProxyLocalFileSystem in PySpark)
+        assert before.getClass().getName() != "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
+        assert spark.sparkContext._jvm.java.lang.Class.forName("org.apache.hadoop.fs.LocalFileSystem").isInstance(
+            before
+        )
+        assert checkpoint_fs(spark, str(tmp_path), "hadoop") == "hadoop"
+        assert spark.conf.get("fs.file.impl", None) is None
+    finally:
+        checkpoint_fs(spark, str(tmp_path))
+
+
+@pytest.mark.spark
+def test_without_the_jar_a_local_checkpoint_keeps_hadoops_file_system_and_says_so(spark, tmp_path, monkeypatch, caplog):
+    monkeypatch.setitem(qspark.NIO_SETTINGS, "fs.file.impl", "com.example.NoSuchFileSystem")
+    try:
+        assert checkpoint_fs(spark, str(tmp_path)) == "hadoop"
+        assert spark.conf.get("fs.file.impl", None) is None
+        assert "com.example.NoSuchFileSystem is not on Spark's class path" in caplog.text
+    finally:
+        monkeypatch.undo()
+        checkpoint_fs(spark, str(tmp_path))
+
+
+@pytest.fixture
+def maven_mirror(tmp_path, monkeypatch):
+    """A Maven repository served over HTTP from a directory (Python's own server), and an empty qmon cache."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "repo"
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("QMON_MAVEN_REPOSITORY", f"http://127.0.0.1:{server.server_address[1]}/")
+    monkeypatch.setenv("QMON_CACHE", str(tmp_path / "cache"))
+    group, artifact, version = qspark.NIO_LOCAL_FS.split(":")
+    path = root / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
+    path.parent.mkdir(parents=True)
+    yield path
+    server.shutdown()
+
+
+def test_the_jar_is_fetched_once_and_checked(maven_mirror, monkeypatch):
+    import hashlib
+
+    body = b"PK\x03\x04 a jar"
+    maven_mirror.write_bytes(body)
+    monkeypatch.setattr(qspark, "NIO_LOCAL_FS_SHA1", hashlib.sha1(body).hexdigest())
+    jar = qspark.nio_local_fs_jar()
+    assert jar is not None and open(jar, "rb").read() == body
+    maven_mirror.unlink()  # from the cache now
+    assert qspark.nio_local_fs_jar() == jar
+
+
+def test_a_jar_that_does_not_match_its_sha1_is_refused_and_said(maven_mirror, caplog):
+    maven_mirror.write_bytes(b"PK\x03\x04 not the published jar")
+    assert qspark.nio_local_fs_jar() is None
+    assert "expected " + qspark.NIO_LOCAL_FS_SHA1 in caplog.text and "Hadoop's local file system" in caplog.text
+    assert not list((maven_mirror.parents[5] / "cache").rglob("*.jar"))
+
+
+def test_an_unreachable_repository_is_said_and_nothing_fails(maven_mirror, caplog):
+    maven_mirror.unlink(missing_ok=True)
+    assert qspark.nio_local_fs_jar(timeout=5) is None  # 404
+    assert "could not fetch com.globalmentor:hadoop-bare-naked-local-fs:0.1.0" in caplog.text

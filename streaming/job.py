@@ -264,7 +264,12 @@ def run(
         prefix=config.kafka.topic_prefix,
         mq_trace=config.mq_trace.enabled is True,
     )
-    spark = spark or session(config.job.master, "qmon", shuffle_partitions=config.job.shuffle_partitions)
+    spark = spark or session(
+        config.job.master,
+        "qmon",
+        shuffle_partitions=config.job.shuffle_partitions,
+        checkpoint_fs=config.job.checkpoint_fs,
+    )
     failures = 0
     while True:
         query = start_query(spark, config, bootstrap, checkpoint, available_now=available_now)

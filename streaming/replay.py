@@ -131,7 +131,12 @@ def replay_file(input_path: str, config: Config, output: str | None, spark: Any 
     """The CLI entry: writes one JSON object per output record; returns how many."""
     from qmon.streaming.spark import session
 
-    spark = spark or session(config.job.master, "qmon-replay", shuffle_partitions=config.job.shuffle_partitions)
+    spark = spark or session(
+        config.job.master,
+        "qmon-replay",
+        shuffle_partitions=config.job.shuffle_partitions,
+        checkpoint_fs=config.job.checkpoint_fs,
+    )
     with open(input_path) as fh:
         records = replay(spark, fh, config, source=Path(input_path).name)
     text = "".join(json.dumps(r, sort_keys=False) + "\n" for r in records)

@@ -13,6 +13,7 @@ artifacts once they are published.  One more jar, for a local checkpoint's files
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -27,7 +28,7 @@ KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 AVRO_FUNCTIONS = "org.apache.spark:spark-avro_2.13:4.1.1"
 DEFAULT_PACKAGES = (KAFKA_CONNECTOR, AVRO_FUNCTIONS)
 
-#: Hadoop's local file system through Java's own file API (Apache-2.0, one 16 KB jar with no dependencies;
+#: Hadoop's local file system through Java's own file API (Apache-2.0, one 9 KB jar with no dependencies;
 #: see ``checkpoint_fs``).  Fetched by qmon itself, not by Spark's Ivy: Ivy also looks for the jar of its
 #: parent POM in every repository it knows, and prints a warning for each one it cannot reach, at every start.
 NIO_LOCAL_FS = "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0"
@@ -41,40 +42,50 @@ def packages() -> str:
     return os.environ.get("QMON_SPARK_PACKAGES") or ",".join(DEFAULT_PACKAGES)
 
 
-def nio_local_fs_jar(timeout: float = 60.0) -> str | None:
+def nio_local_fs_jar(timeout: float = 15.0) -> str | None:
     """``NIO_LOCAL_FS``'s jar: from qmon's cache, or downloaded once from Maven Central
-    (``QMON_MAVEN_REPOSITORY`` for a mirror) and checked against its SHA-1; None, with a warning, if it
-    cannot be had (the checkpoint then stays on Hadoop's local file system)."""
+    (``QMON_MAVEN_REPOSITORY`` for a mirror; urllib honours ``https_proxy``) and checked against its
+    SHA-1.  Never raises: None, with a warning, if it cannot be had (a local checkpoint then stays on
+    Hadoop's local file system)."""
     import hashlib
+    import tempfile
     import urllib.request
 
     from qmon.connectors.broker import cache_dir
 
     group, artifact, version = NIO_LOCAL_FS.split(":")
-    jar = cache_dir() / "jars" / f"{artifact}-{version}.jar"
-    if jar.is_file() and hashlib.sha1(jar.read_bytes()).hexdigest() == NIO_LOCAL_FS_SHA1:
-        return str(jar)
     repo = os.environ.get("QMON_MAVEN_REPOSITORY") or MAVEN_CENTRAL
     url = f"{repo.rstrip('/')}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+    partial = None
     try:
+        jar = cache_dir() / "jars" / f"{artifact}-{version}.jar"
+        if jar.is_file() and hashlib.sha1(jar.read_bytes()).hexdigest() == NIO_LOCAL_FS_SHA1:
+            return str(jar)
         with urllib.request.urlopen(url, timeout=timeout) as response:
             body = response.read()
         if hashlib.sha1(body).hexdigest() != NIO_LOCAL_FS_SHA1:
             raise ValueError(f"SHA-1 {hashlib.sha1(body).hexdigest()}, expected {NIO_LOCAL_FS_SHA1}")
         jar.parent.mkdir(parents=True, exist_ok=True)
-        partial = jar.with_suffix(f".{os.getpid()}.part")
-        partial.write_bytes(body)
-        partial.replace(jar)
+        fd, partial = tempfile.mkstemp(dir=jar.parent, prefix=f".{jar.name}.", suffix=".part")
+        with os.fdopen(fd, "wb") as f:
+            f.write(body)
+        os.replace(partial, jar)  # (two processes fetching at once: each renames a whole, checked file)
+        partial = None
         return str(jar)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure (offline, a read-only cache, a bad mirror): said, not raised
         logger.warning(
-            "could not fetch %s from %s (%s): the checkpoint uses Hadoop's local file system, which runs chmod "
-            "for every file it writes",
+            "could not fetch %s from %s (%s: %s): a local checkpoint uses Hadoop's local file system, which "
+            "runs chmod for every file it writes",
             NIO_LOCAL_FS,
             url,
+            type(exc).__name__,
             exc,
         )
         return None
+    finally:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
 
 
 #: HotSpot never compiles a method of more than 8,000 bytes of bytecode (``DontCompileHugeMethods``), and
@@ -87,8 +98,8 @@ _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptio
 
 
 def spark_defaults() -> dict[str, str]:
-    """The Java options of Spark's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``),
-    which a ``--conf`` of the same key would replace: qmon adds its flag to them instead."""
+    """The Java options and ``spark.jars`` of Spark's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``), which a ``--conf`` of the same key would replace: qmon adds to them instead."""
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
     )
@@ -101,7 +112,7 @@ def spark_defaults() -> dict[str, str]:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
             for line in f:  # (a Java properties file: "key value", "key=value" or "key: value")
                 m = re.match(r"\s*([^\s=:#!]+)\s*[=:\s]\s*(.*)$", line)
-                if m and m.group(1) in _JAVA_OPTIONS:
+                if m and (m.group(1) in _JAVA_OPTIONS or m.group(1) == "spark.jars"):
                     found[m.group(1)] = m.group(2).strip()
     except OSError:
         pass
@@ -121,9 +132,14 @@ def with_jit_options(options: dict[str, Any], defaults: dict[str, str] | None = 
 
 
 def session(
-    master: str = "local[*]", app_name: str = "qmon", shuffle_partitions: int = 4, extra: dict[str, Any] | None = None
+    master: str = "local[*]",
+    app_name: str = "qmon",
+    shuffle_partitions: int = 4,
+    extra: dict[str, Any] | None = None,
+    checkpoint_fs: str = "nio",
 ):
-    """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers."""
+    """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
+    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints)."""
     # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -153,17 +169,24 @@ def session(
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **(extra or {}),
     }
-    jar = nio_local_fs_jar()
+    defaults = spark_defaults()
+    jar = nio_local_fs_jar() if checkpoint_fs == "nio" else None
     if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
-        options["spark.jars"] = ",".join(j for j in (options.get("spark.jars"), jar) if j)
-    options = with_jit_options(options, spark_defaults())
-    _launch_jvm(options)
+        given = options.get("spark.jars", defaults.get("spark.jars"))
+        options["spark.jars"] = ",".join(j for j in (given, jar) if j)
+    options = with_jit_options(options, defaults)
+    launched = _launch_jvm(options)
     builder = SparkSession.builder
     for k, v in options.items():
         # spark-submit added the jars of spark.jars.packages to spark.jars in the JVM's own settings, which
         # the session reads: setting spark.jars again here would drop them (the executors of a cluster
-        # would run without the Kafka and Avro jars)
-        if k != "spark.jars":
+        # would run without the Kafka and Avro jars).  A JVM qmon did not start (spark-submit's): added to
+        # what it has.
+        if k == "spark.jars" and not launched:
+            from pyspark import SparkConf
+
+            v = ",".join(j for j in (SparkConf().get("spark.jars", None), v) if j)
+        if k != "spark.jars" or not launched:
             builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
@@ -202,19 +225,20 @@ STARTUP_NOISE = re.compile(
 )
 
 
-def _launch_jvm(options: dict[str, str]) -> None:
-    """Start Spark's JVM (unless one runs) with its stderr through ``_forward``, which drops the Python
+def _launch_jvm(options: dict[str, str]) -> bool:
+    """Start Spark's JVM (unless one runs: False) with its stderr through ``_forward``, which drops the Python
     workers' chatter and the start-up noise and passes everything else (Spark's own errors and warnings)
     to our stderr."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return
+        return False
     conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="qmon-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    return True
 
 
 def _forward(stream: IO[bytes]) -> None:
@@ -287,24 +311,38 @@ def is_local_path(path: str, default_fs: str) -> bool:
 
 def checkpoint_fs(spark: Any, checkpoint: str, mode: str = "nio") -> str:
     """Set the session up for a query whose checkpoint is ``checkpoint`` (before it starts); returns the file
-    system it gets: ``nio`` for a local checkpoint when ``mode`` is ``nio`` and the jar is on the JVM's
-    class path (``NIO_LOCAL_FS``), else ``hadoop`` (Hadoop's own, as Spark's defaults have it)."""
-    default_fs = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
+    system it gets: ``nio`` for a local checkpoint when ``mode`` is ``nio`` and both classes are on the
+    JVM's class path (``NIO_LOCAL_FS``), else ``hadoop``: the session's own settings, as they were before
+    qmon's first call (a checkpoint file manager the user chose is kept, and means ``hadoop``)."""
+    own = getattr(spark, "_qmon_own_fs_settings", None)
+    if own is None:  # the session's settings before qmon changed any: restored for ``hadoop``
+        own = {key: spark.conf.get(key, None) for key in NIO_SETTINGS}
+        spark._qmon_own_fs_settings = own
+    default_fs = spark._jsparkSession.sessionState().newHadoopConf().get("fs.defaultFS") or "file:///"
     chosen = "nio" if mode == "nio" and is_local_path(checkpoint, default_fs) else "hadoop"
+    if chosen == "nio" and own["spark.sql.streaming.checkpointFileManagerClass"] is not None:
+        logger.info(
+            "the checkpoint file manager given (%s) is kept", own["spark.sql.streaming.checkpointFileManagerClass"]
+        )
+        chosen = "hadoop"
     if chosen == "nio":
-        try:
-            spark._jvm.org.apache.spark.util.Utils.classForName(NIO_SETTINGS["fs.file.impl"], True, False)
-        except Exception:  # noqa: BLE001 - the jar could not be fetched (logged then): Hadoop's, and say so
-            logger.warning(
-                "%s is not on Spark's class path (%s): the checkpoint uses Hadoop's local file system, which "
-                "runs chmod for every file it writes",
-                NIO_SETTINGS["fs.file.impl"],
-                NIO_LOCAL_FS,
-            )
-            chosen = "hadoop"
+        for name in (NIO_SETTINGS["fs.file.impl"], NIO_SETTINGS["spark.sql.streaming.checkpointFileManagerClass"]):
+            try:
+                spark._jvm.org.apache.spark.util.Utils.classForName(name, True, False)
+            except Exception:  # noqa: BLE001 - the jar could not be fetched (logged then), or another Spark
+                logger.warning(
+                    "%s is not on Spark's class path (%s): the checkpoint uses Hadoop's local file system, which "
+                    "runs chmod for every file it writes",
+                    name,
+                    NIO_LOCAL_FS,
+                )
+                chosen = "hadoop"
+                break
     for key, value in NIO_SETTINGS.items():
         if chosen == "nio":
             spark.conf.set(key, value)
+        elif own[key] is not None:
+            spark.conf.set(key, own[key])
         else:
             spark.conf.unset(key)
     return chosen

@@ -167,7 +167,12 @@ def demo(
             f"qmon demo: broker on {bootstrap}; starting the qmon job (Spark; the first start takes a while)",
             flush=True,
         )
-        spark = session(config.job.master, "qmon-demo", shuffle_partitions=config.job.shuffle_partitions)
+        spark = session(
+            config.job.master,
+            "qmon-demo",
+            shuffle_partitions=config.job.shuffle_partitions,
+            checkpoint_fs=config.job.checkpoint_fs,
+        )
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))
         t0 = int(time.time() * 1000)
         commands = split_script((SAMPLES / "demo.mqsc").read_text())

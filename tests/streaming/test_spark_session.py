@@ -162,3 +162,35 @@ def test_an_unreachable_repository_is_said_and_nothing_fails(maven_mirror, caplo
     maven_mirror.unlink(missing_ok=True)
     assert qspark.nio_local_fs_jar(timeout=5) is None  # 404
     assert "could not fetch com.globalmentor:hadoop-bare-naked-local-fs:0.1.0" in caplog.text
+
+
+def test_a_cache_that_cannot_be_written_is_said_and_nothing_fails(maven_mirror, monkeypatch, caplog):
+    blocker = maven_mirror.parents[5] / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("QMON_CACHE", str(blocker / "qmon"))  # mkdir fails under a file
+    assert qspark.nio_local_fs_jar(timeout=5) is None
+    assert "could not fetch" in caplog.text
+
+
+def test_spark_defaults_jars_are_read_so_that_qmon_adds_to_them(tmp_path, monkeypatch):
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars /opt/site/a.jar,/opt/site/b.jar\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert spark_defaults() == {"spark.jars": "/opt/site/a.jar,/opt/site/b.jar"}
+
+
+@pytest.mark.spark
+def test_a_checkpoint_file_manager_the_user_chose_is_kept(spark, tmp_path):
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    theirs = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+    checkpoint_fs(spark, "hdfs://namenode:8020/qmon/ckpt")  # the session's own settings back (none)
+    saved = spark.__dict__.pop("_qmon_own_fs_settings", None)  # as if qmon had never touched them
+    spark.conf.set(key, theirs)
+    try:
+        assert checkpoint_fs(spark, str(tmp_path)) == "hadoop"
+        assert spark.conf.get(key) == theirs and spark.conf.get("fs.file.impl", None) is None
+    finally:
+        spark.conf.unset(key)
+        spark.__dict__.pop("_qmon_own_fs_settings", None)
+        if saved is not None:
+            spark._qmon_own_fs_settings = saved
+        checkpoint_fs(spark, str(tmp_path))

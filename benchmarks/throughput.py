@@ -114,7 +114,7 @@ def config_for(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {
-                "queue_buckets": 4,
+                "queue_buckets": TUNING.get("queue_buckets") or 4,
                 "shuffle_partitions": TUNING.get("shuffle") or shuffle,
                 "input_tasks": TUNING.get("input_tasks"),
                 "checkpoint_fs": TUNING.get("checkpoint_fs") or "nio",
@@ -666,6 +666,12 @@ def main() -> int:
     )
     ap.add_argument("--dedup-max", type=int, help="monitor.dedup_max (default: qmon's, 256)")
     ap.add_argument(
+        "--queue-buckets",
+        type=int,
+        default=4,
+        help="job.queue_buckets: shards per queue manager (the workload has 4 queue managers: 16 units with 4)",
+    )
+    ap.add_argument(
         "--checkpoint-fs",
         choices=["nio", "hadoop"],
         default="nio",
@@ -683,6 +689,7 @@ def main() -> int:
         os.environ["QMON_OPERATOR"] = "tws"
     TUNING.update(
         checkpoint_fs=args.checkpoint_fs,
+        queue_buckets=args.queue_buckets,
         shuffle=args.shuffle,
         input_tasks=args.input_tasks,
         dedup_window=args.dedup_window,
@@ -690,7 +697,7 @@ def main() -> int:
     )
     print(
         f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
-        f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}"
+        f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}, queue buckets {args.queue_buckets}"
         + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
         + "".join(f", {c}" for c in args.conf)

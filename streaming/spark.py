@@ -180,14 +180,15 @@ def session(
     for k, v in options.items():
         # spark-submit added the jars of spark.jars.packages to spark.jars in the JVM's own settings, which
         # the session reads: setting spark.jars again here would drop them (the executors of a cluster
-        # would run without the Kafka and Avro jars).  A JVM qmon did not start (spark-submit's): added to
-        # what it has.
-        if k == "spark.jars" and not launched:
-            from pyspark import SparkConf
-
-            v = ",".join(j for j in (SparkConf().get("spark.jars", None), v) if j)
-        if k != "spark.jars" or not launched:
+        # would run without the Kafka and Avro jars)
+        if k != "spark.jars":
             builder = builder.config(k, v)
+    if not launched and options.get("spark.jars"):  # a JVM qmon did not start (spark-submit's): added to its own
+        from pyspark import SparkConf
+
+        builder = builder.config(
+            "spark.jars", ",".join(filter(None, (SparkConf().get("spark.jars", None), options["spark.jars"])))
+        )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
     return spark

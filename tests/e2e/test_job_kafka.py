@@ -160,8 +160,10 @@ def test_restart_on_the_same_checkpoint_equals_an_uninterrupted_run(spark, kafka
     before = config_for(split_prefix, checkpoint_fs="hadoop")
     run(before, kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
     assert (tmp_path / "split" / "commits" / ".0.crc").exists()  # Hadoop's checksums, read back below
+    assert spark.conf.get("fs.file.impl", None) is None  # the query ran on Hadoop's local file system
     produce_activity(kafka_bootstrap, split_prefix, work[half:])
     run(config_for(split_prefix), kafka_bootstrap, str(tmp_path / "split"), available_now=True, spark=spark)
+    assert spark.conf.get("fs.file.impl") == "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 
     def ids(prefix: str) -> list[str]:
         return sorted(r["event_id"] for t, r in outputs(kafka_bootstrap, prefix) if t != topics.REPLIES)

@@ -49,16 +49,19 @@ ARROW_BATCH = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch (its defaul
 PRODUCED_PER_MS = 300
 
 
-def routed(recs: list[dict[str, Any]], buckets: int) -> pa.Table:
-    """The rows ``pipeline.route`` makes of activity records: one for the queue's shard, one for its structure."""
+def routed(recs: list[dict[str, Any]], buckets: int, units: int) -> pa.Table:
+    """The rows ``pipeline.route`` makes of activity records: one for the queue's shard (in its group of
+    shards), one for its structure."""
     cols: dict[str, list[Any]] = {c: [] for c in ROUTED_COLUMNS}
     for i, r in enumerate(recs):
         shard = zlib.crc32(r["queue"].encode()) % buckets  # (Spark uses xxhash64: any spread will do here)
-        for unit, name, bucket, kind in (("Q", r["qmgr"], shard, "A"), ("S", r["structure"], 0, "S")):
+        group = (zlib.crc32(r["qmgr"].encode()) % units + shard) % units
+        for unit, name, bucket, kind in (("Q", "", group, "A"), ("S", r["structure"], 0, "S")):
             row = {
                 "unit": unit,
                 "unit_name": name,
                 "bucket": bucket,
+                "shard": shard if unit == "Q" else None,
                 "kind": kind,
                 "qmgr": r["qmgr"],
                 "event_id": r["event_id"],
@@ -175,7 +178,7 @@ def main() -> int:
     throughput.EVENT_IDS = args.event_ids
     config = throughput.config_for("bench")
     recs = throughput.records(args.records, args.queues)
-    table = routed(recs, config.job.queue_buckets)
+    table = routed(recs, config.job.queue_buckets, config.job.queue_units or config.job.shuffle_partitions)
     print(
         f"operator alone: {args.records:,} records ({2 * args.records:,} routed rows), {args.queues:,} queues, "
         f"batches of {args.batch:,} records, event ids {args.event_ids}"

@@ -115,6 +115,7 @@ def config_for(
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {
                 "queue_buckets": TUNING.get("queue_buckets") or 4,
+                "queue_units": TUNING.get("queue_units"),
                 "shuffle_partitions": TUNING.get("shuffle") or shuffle,
                 "input_tasks": TUNING.get("input_tasks"),
                 "checkpoint_fs": TUNING.get("checkpoint_fs") or "nio",
@@ -669,7 +670,13 @@ def main() -> int:
         "--queue-buckets",
         type=int,
         default=4,
-        help="job.queue_buckets: shards per queue manager (the workload has 4 queue managers: 16 units with 4)",
+        help="job.queue_buckets: shards per queue manager (the workload has 4 queue managers: 16 shards with 4)",
+    )
+    ap.add_argument(
+        "--queue-units",
+        type=int,
+        help="job.queue_units: groups the shards are kept in, each a key of the operator (default: qmon's, the "
+        "shuffle partitions)",
     )
     ap.add_argument(
         "--checkpoint-fs",
@@ -690,6 +697,7 @@ def main() -> int:
     TUNING.update(
         checkpoint_fs=args.checkpoint_fs,
         queue_buckets=args.queue_buckets,
+        queue_units=args.queue_units,
         shuffle=args.shuffle,
         input_tasks=args.input_tasks,
         dedup_window=args.dedup_window,
@@ -697,7 +705,8 @@ def main() -> int:
     )
     print(
         f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
-        f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}, queue buckets {args.queue_buckets}"
+        f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}, queue buckets {args.queue_buckets}, "
+        f"queue units {args.queue_units or 'default'}"
         + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
         + "".join(f", {c}" for c in args.conf)

@@ -30,7 +30,7 @@ def start_query(
 
     from qmon.streaming.pipeline import build
     from qmon.streaming.spark import checkpoint_fs
-    from qmon.streaming.units import structure_buckets
+    from qmon.streaming.units import placement
 
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
@@ -62,16 +62,23 @@ def start_query(
     if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
         raw[topics.MQ_TRACE] = source(trace)
         logger.info("qmon job: reading MQ activity trace from %s", trace)
-    placed = structure_buckets(spark, checkpoint, [s.strname for s in config.structures])
+    placed = placement(
+        spark,
+        checkpoint,
+        [s.strname for s in config.structures],
+        config.job.queue_units or config.job.shuffle_partitions,
+        config.job.queue_buckets,
+    )
     out = build(
         raw,
         settings=config.monitor_settings(),
         structure_settings=config.structure_settings(),
-        buckets=config.job.queue_buckets,
+        buckets=placed.queue_buckets,
         watermark_delay=config.job.watermark_delay,
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         prefix=config.kafka.topic_prefix,
-        structure_buckets=placed,
+        structure_buckets=placed.structures,
+        queue_units=placed.queue_units,
         input_tasks=config.job.input_tasks,
         mq_trace=config.mq_trace.settings() if read_trace else None,
     )

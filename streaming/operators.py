@@ -92,13 +92,25 @@ def reconcile_timer(handle: StatefulProcessorHandle, event_timer: Any, wanted: i
         event_timer.clear()
 
 
-def encode_emits(emits: list[tuple[int, int, Emit]]) -> pd.DataFrame:
-    """(order_seq, order_ts, Emit) -> the operator's output rows, Avro-encoded."""
+def encode_emits(monitors: list[list[tuple[int, int, Emit]]]) -> pd.DataFrame:
+    """Each monitor's (order_seq, order_ts, Emit) -> the operator's output rows, Avro-encoded (``order_idx``:
+    the output's place among its monitor's)."""
     rows = []
-    for idx, (seq, ts, e) in enumerate(emits):
-        value = avro.encode(topics.RECORD_OF[e.topic], e.record)
-        rows.append((e.topic, e.key, value, int(e.record.get("ts") or ts), seq, idx))
+    for emits in monitors:
+        for idx, (seq, ts, e) in enumerate(emits):
+            value = avro.encode(topics.RECORD_OF[e.topic], e.record)
+            rows.append((e.topic, e.key, value, int(e.record.get("ts") or ts), seq, idx))
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+
+
+def by_shard(pdf: pd.DataFrame) -> Iterator[tuple[tuple[str, int], pd.DataFrame]]:
+    """A queue unit's rows, by (queue manager, shard), each in the order given."""
+    qmgrs, shards = pdf["qmgr"].values, pdf["shard"].values
+    if (qmgrs == qmgrs[0]).all() and (shards == shards[0]).all():  # (one shard: no copy)
+        yield (qmgrs[0], int(shards[0])), pdf
+        return
+    for (qmgr, shard), positions in sorted(pdf.groupby(["qmgr", "shard"], sort=False).indices.items()):
+        yield (qmgr, int(shard)), pdf.take(positions)
 
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -186,7 +198,8 @@ class GroupSlot:
 
 
 class _Unit:
-    """What both kinds of unit share: their state is one stored value (plus the key's event-time timer)."""
+    """What both kinds of unit share: their state is one stored value (plus the key's event-time timer), and a
+    monitor's step in a batch is the same: its rows, its deadlines, what it forgets, its snapshot."""
 
     def __init__(self, settings: Any):
         self.settings = settings
@@ -194,36 +207,32 @@ class _Unit:
     def monitor(self, name: str, state: dict[str, Any] | None) -> Any:
         raise NotImplementedError
 
-    def load(self, name: str, slot: Slot) -> Any:
-        blob = slot.load()
-        return self.monitor(name, stored.loads(blob) if blob is not None else None)
-
     def due(self, mon: Any) -> int | None:
-        """The arrival-clock time of the unit's next deadline (its Spark timer), or None."""
+        """The arrival-clock time of the monitor's next deadline (its Spark timer), or None."""
         raise NotImplementedError
-
-    def store(self, mon: Any, slot: Slot) -> None:
-        mon.pack()
-        dues = [at for at in (self.due(mon), mon.snapshot_due()) if at is not None]
-        slot.store(stored.dumps(mon.state), min(dues) if dues else None)
 
     def settle(self, mon: Any, now_ts: int | None) -> None:
-        """Before the state is stored: what the unit forgets (queues idle past their TTL)."""
+        """Before the state is stored: what the monitor forgets (queues idle past their TTL)."""
 
     def apply(self, name: str, mon: Any, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
-        """The rules over a key's rows in order: (emits with their order, the newest ts)."""
+        """The rules over a monitor's rows in order: (emits with their order, the newest ts)."""
         raise NotImplementedError
 
-    def rows(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None = None) -> Iterator[pd.DataFrame]:
-        """A key's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
+    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+        """A key's rows (none passed through): its monitors' emits, a list per monitor."""
+        raise NotImplementedError
+
+    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+        """The key's timer fired: its monitors' emits, a list per monitor."""
+        raise NotImplementedError
+
+    def deadline(self, mon: Any) -> int | None:
+        dues = [at for at in (self.due(mon), mon.snapshot_due()) if at is not None]
+        return min(dues) if dues else None
+
+    def step(self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None) -> list[tuple[int, int, Emit]]:
+        """One monitor's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
         has already reached are run at once, as a timer that fires in the same batch."""
-        passing = pdf["kind"].values == Kind.PASS
-        if passing.any():
-            yield passed_through(pdf[passing])
-            pdf = pdf[~passing]
-            if pdf.empty:
-                return
-        mon = self.load(name, slot)
         emits, newest = self.apply(name, mon, pdf)
         if watermark is not None:
             for _ in range(3):  # a deadline due now; running it may make another one due (rarely)
@@ -235,23 +244,38 @@ class _Unit:
         newest_clock = pdf["clock"].max()  # (the arrival clock: the snapshot's pace)
         clock = max(int(newest_clock) if newest_clock == newest_clock else 0, watermark or 0)
         emits.extend((-1, e.record["ts"], e) for e in mon.snapshot(clock))
-        self.store(mon, slot)
-        if emits:
-            yield encode_emits(emits)
+        return emits
 
-    def expired(self, name: str, slot: Slot, watermark: int) -> Iterator[pd.DataFrame]:
-        """The key's event-time timer fired: the monitor's clock reached ``watermark``."""
-        mon = self.load(name, slot)
+    def tick(self, mon: Any, watermark: int) -> list[tuple[int, int, Emit]]:
+        """One monitor's deadline came: its clock reached ``watermark``."""
         out = mon.on_clock(watermark)
         self.settle(mon, None)
         out.extend(mon.snapshot(watermark))
-        self.store(mon, slot)
-        if out:
-            yield encode_emits([(-1, e.record["ts"], e) for e in out])
+        return [(-1, e.record["ts"], e) for e in out]
+
+    def rows(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None = None) -> Iterator[pd.DataFrame]:
+        """A key's rows in a batch (rows passed through first, and without loading the state)."""
+        passing = pdf["kind"].values == Kind.PASS
+        if passing.any():
+            yield passed_through(pdf[passing])
+            pdf = pdf[~passing]
+            if pdf.empty:
+                return
+        emits = self.batch(name, pdf, slot, watermark)
+        if any(emits):
+            yield encode_emits(emits)
+
+    def expired(self, name: str, slot: Slot, watermark: int) -> Iterator[pd.DataFrame]:
+        """The key's event-time timer fired: the watermark reached one of its monitors' deadlines."""
+        emits = self.fire(name, slot, watermark)
+        if any(emits):
+            yield encode_emits(emits)
 
 
 class QueueUnit(_Unit):
-    """A shard of one queue manager's queues: ``qmon.core.queues`` (with interest and journals)."""
+    """A group of queue-manager shards, of any queue managers (``route`` puts each shard in one group): each
+    shard is ``qmon.core.queues`` (with interest and journals) over its own stored value, decoded only when
+    the batch has rows for it or one of its deadlines came (``stored.ShardGroup``)."""
 
     def __init__(self, settings: MonitorSettings, ttl_ms: int):
         super().__init__(settings)
@@ -266,6 +290,36 @@ class QueueUnit(_Unit):
     def settle(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
+
+    def _shard(self, group: stored.ShardGroup, qmgr: str, shard: int) -> QueueMonitor:
+        blob = group["shards"].get(qmgr, {}).get(str(shard))
+        return self.monitor(qmgr, stored.loads(blob) if blob is not None else None)
+
+    def _put(self, group: stored.ShardGroup, qmgr: str, shard: int, mon: QueueMonitor) -> None:
+        mon.pack()
+        group["shards"].setdefault(qmgr, {})[str(shard)] = stored.dumps(mon.state)
+        at = self.deadline(mon)
+        if at is not None:
+            group["due"].setdefault(qmgr, {})[str(shard)] = at
+        elif str(shard) in group["due"].get(qmgr, {}):
+            del group["due"][qmgr][str(shard)]
+            if not group["due"][qmgr]:
+                del group["due"][qmgr]
+
+    def _ticks(self, group: stored.ShardGroup, watermark: int, skip: set[tuple[str, int]]) -> list[list[Any]]:
+        """The shards (not in ``skip``) whose deadline the watermark has reached: their timers fire."""
+        due = sorted((q, int(s)) for q, ats in group["due"].items() for s, at in ats.items() if at <= watermark)
+        out = []
+        for qmgr, shard in due:
+            if (qmgr, shard) not in skip:
+                mon = self._shard(group, qmgr, shard)
+                out.append(self.tick(mon, watermark))
+                self._put(group, qmgr, shard, mon)
+        return out
+
+    def _store(self, group: stored.ShardGroup, slot: Slot) -> None:
+        dues = [at for ats in group["due"].values() for at in ats.values()]
+        slot.store(stored.dumps(group), min(dues) if dues else None)
 
     def apply(self, qmgr: str, mon: QueueMonitor, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
         emits: list[tuple[int, int, Emit]] = []
@@ -312,6 +366,25 @@ class QueueUnit(_Unit):
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
+    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+        group = stored.load_group(slot.load())
+        out, touched = [], set()
+        for (qmgr, shard), rows in by_shard(pdf):
+            mon = self._shard(group, qmgr, shard)
+            out.append(self.step(qmgr, mon, rows, watermark))
+            self._put(group, qmgr, shard, mon)
+            touched.add((qmgr, shard))
+        if watermark is not None:  # a group with rows is not timed out: the other shards' deadlines, now
+            out.extend(self._ticks(group, watermark, touched))
+        self._store(group, slot)
+        return out
+
+    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+        group = stored.load_group(slot.load())
+        out = self._ticks(group, watermark, set())
+        self._store(group, slot)
+        return out
+
 
 class StructureUnit(_Unit):
     """One CF structure (and its overflow structure): ``qmon.core.structures``."""
@@ -341,6 +414,26 @@ class StructureUnit(_Unit):
         recs = _activities(eid, qmgr, queue, op, ts, repeat(None), nbytes, repeat(None), reason, clock, seq)
         _screened(mon, recs, emits)
         return emits, None
+
+    def _load(self, name: str, slot: Slot) -> StructureMonitor:
+        blob = slot.load()
+        return self.monitor(name, stored.loads(blob) if blob is not None else None)
+
+    def _store(self, mon: StructureMonitor, slot: Slot) -> None:
+        mon.pack()
+        slot.store(stored.dumps(mon.state), self.deadline(mon))
+
+    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+        mon = self._load(name, slot)
+        out = self.step(name, mon, pdf, watermark)
+        self._store(mon, slot)
+        return [out]
+
+    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+        mon = self._load(name, slot)
+        out = self.tick(mon, watermark)
+        self._store(mon, slot)
+        return [out]
 
 
 class Monitor:

@@ -16,12 +16,13 @@ Steps:
    original key and value bytes.  Commands are parsed (MQSC); an invalid one gets an error
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
-   shard ``(Q, qmgr, pmod(xxhash64(queue), buckets))`` and, when it names a structure, also to
+   manager's shard ``pmod(xxhash64(queue), buckets)`` (column ``shard``), in the group of shards that holds
+   it, key ``(Q, "", placed bucket)`` (``route``), and, when it names a structure, also to
    ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.core.placement``); a command that names one queue to that queue's shard, one that
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): a queue shard applies
+4. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
    the input is read and shuffled once, and the fixed per-batch cost of a Python stateful
@@ -305,12 +306,28 @@ def _dead_letter_value(reason_code: Column) -> Column:
 
 
 def route(
-    dec: DataFrame, names: dict[str, str], buckets: int, structure_buckets: dict[str, int] | None = None
+    dec: DataFrame,
+    names: dict[str, str],
+    buckets: int,
+    structure_buckets: dict[str, int] | None = None,
+    queue_units: list[int] | None = None,
 ) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the
-    dead letters and invalid-command replies it passes through (kind P).  One pass over the input."""
+    dead letters and invalid-command replies it passes through (kind P).  One pass over the input.
+
+    A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
+    of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
+    a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
+    of keys (each a fixed cost in every micro-batch) does not grow with the queue managers."""
+    units = queue_units or [0]
+    unit_keys = F.array(*[F.lit(int(b)) for b in units])
+
+    def unit_of(qmgr: Column, shard: Column) -> Column:
+        first = F.pmod(F.xxhash64(qmgr), F.lit(len(units)))  # (pmod first: xxhash64 + shard could overflow)
+        return F.element_at(unit_keys, (F.pmod(first + shard, F.lit(len(units))) + 1).cast("int"))
+
     reason_code = F.create_map(*[x for name, code in CODE.items() for x in (F.lit(name), F.lit(code))])
-    spread = F.pmod(F.col("offset"), F.lit(buckets))
+    spread = F.element_at(unit_keys, (F.pmod(F.col("offset"), F.lit(len(units))) + 1).cast("int"))
     dead = _routed(
         unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
@@ -354,10 +371,12 @@ def route(
         reply=F.lit(False),
         rank=F.lit(1),
     )
+    shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets))
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),
-        unit_name=F.col("ra.qmgr"),
-        bucket=F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets)),
+        unit_name=F.lit(""),
+        bucket=unit_of(F.col("ra.qmgr"), shard),
+        shard=shard,
         kind=F.lit(Kind.ACTIVITY.value),
         **fields,
     )
@@ -375,12 +394,13 @@ def route(
         **fields,
     )
 
-    def command(bucket: Column, reply_here: Column, command_id: Column | None = None) -> Column:
+    def command(shard: Column, reply_here: Column, command_id: Column | None = None) -> Column:
         return _routed(
             unit=F.lit(Unit.QUEUES.value),
-            unit_name=F.col("rc.qmgr"),
+            unit_name=F.lit(""),
             qmgr=F.col("rc.qmgr"),
-            bucket=bucket,
+            bucket=unit_of(F.col("rc.qmgr"), shard),
+            shard=shard,
             kind=F.lit(Kind.COMMAND.value),
             event_id=F.col("rc.command_id") if command_id is None else command_id,
             queue=F.col("p.name"),
@@ -410,11 +430,13 @@ def route(
             F.col("rj.receivers").alias("receivers"),
         )
     )
+    journal_shard = F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets))
     journal = _routed(
         unit=F.lit(Unit.QUEUES.value),
-        unit_name=F.col("rj.qmgr"),
+        unit_name=F.lit(""),
         qmgr=F.col("rj.qmgr"),
-        bucket=F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets)),
+        bucket=unit_of(F.col("rj.qmgr"), journal_shard),
+        shard=journal_shard,
         kind=F.lit(Kind.JOURNAL.value),
         event_id=F.col("rj.event_id"),
         ts=F.unix_millis("rj.ts"),
@@ -450,6 +472,7 @@ def build(
     prefix: str = "qmon",
     structure_settings: Any = None,
     structure_buckets: dict[str, int] | None = None,
+    queue_units: list[int] | None = None,
     input_tasks: int | None = None,
     mq_trace: tuple[str, str] | None = None,
 ) -> DataFrame:
@@ -473,7 +496,7 @@ def build(
     dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    routed = route(dec, names, buckets, structure_buckets)
+    routed = route(dec, names, buckets, structure_buckets, queue_units)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
     if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison

@@ -66,7 +66,7 @@ def run_rows(
 
     from qmon.streaming.pipeline import build
     from qmon.streaming.spark import checkpoint_fs
-    from qmon.streaming.units import structure_buckets
+    from qmon.streaming.units import placement
 
     data = workdir / "input"
     data.mkdir(parents=True, exist_ok=True)
@@ -79,15 +79,22 @@ def run_rows(
         .drop("timestamp_ms")
     )
     checkpoint_fs(spark, str(workdir / "checkpoint"), config.job.checkpoint_fs)
-    placed = structure_buckets(spark, str(workdir / "checkpoint"), [s.strname for s in config.structures])
+    placed = placement(
+        spark,
+        str(workdir / "checkpoint"),
+        [s.strname for s in config.structures],
+        config.job.queue_units or config.job.shuffle_partitions,
+        config.job.queue_buckets,
+    )
     out = build(
         raw,
         settings=config.monitor_settings(),
         structure_settings=config.structure_settings(),
-        buckets=config.job.queue_buckets,
+        buckets=placed.queue_buckets,
         watermark_delay="0 seconds",
         ttl_ms=duration_ms(config.monitor.queue_ttl),
-        structure_buckets=placed,
+        structure_buckets=placed.structures,
+        queue_units=placed.queue_units,
         mq_trace=config.mq_trace.settings() if any(r[0] == topics.MQ_TRACE for r in encoded.rows) else None,
     )
     collected: list[Any] = []

@@ -21,9 +21,9 @@ from pyspark.sql.types import (
 
 
 class Unit(StrEnum):
-    """The operator's key is (unit, unit_name, bucket): which monitor a row is for."""
+    """The operator's key is (unit, unit_name, bucket): which monitors a row is for."""
 
-    QUEUES = "Q"  # one shard of a queue manager's queues: (Q, qmgr, bucket)
+    QUEUES = "Q"  # a group of queue-manager shards, of any queue managers: (Q, "", the group's placed bucket)
     STRUCTURE = "S"  # one CF structure and its overflow structure: (S, STRNAME, placement bucket)
 
 
@@ -44,8 +44,9 @@ def _fields(*spec: tuple[str, DataType]) -> StructType:
 #: What the operator receives (one row per routed record).
 ROUTED = _fields(
     ("unit", StringType()),  # Unit
-    ("unit_name", StringType()),  # the queue manager, or the structure
+    ("unit_name", StringType()),  # the structure ("" for a group of queue-manager shards)
     ("bucket", IntegerType()),
+    ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_buckets) the row is for
     ("kind", StringType()),  # Kind
     ("qmgr", StringType()),
     ("event_id", StringType()),  # the record's event_id, or the command's command_id

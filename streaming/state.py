@@ -13,7 +13,8 @@ unreadable; a tuple comes back as a list), and the rules migrate an older versio
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import msgpack
 
@@ -33,7 +34,7 @@ def _queues(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
-def dumps(state: dict[str, Any]) -> bytes:
+def dumps(state: Mapping[str, Any]) -> bytes:
     return msgpack.packb(state, use_bin_type=True, default=_queues)
 
 
@@ -49,6 +50,29 @@ def dump_queue(queue: dict[str, Any]) -> bytes:
 def load_queue(stored: Any) -> Any:
     """One queue's state back (a plain map, as states before 0.3 held them, passes through)."""
     return stored if isinstance(stored, dict) else msgpack.unpackb(stored, raw=False)
+
+
+#: the version of ``ShardGroup``
+GROUP_VERSION = 1
+
+
+class ShardGroup(TypedDict):
+    """A queue unit's value: a group of queue-manager shards (``qmon.streaming.pipeline.route``), each shard's
+    state (``qmon.core.queues.ShardState``) one MessagePack value of its own, decoded only when used."""
+
+    v: int  # GROUP_VERSION
+    shards: dict[str, dict[str, bytes]]  # queue manager -> shard number -> the shard's stored state
+    due: dict[str, dict[str, int]]  # queue manager -> shard number -> its next deadline (arrival clock), if any
+
+
+def load_group(blob: bytes | None) -> ShardGroup:
+    """A queue unit's value (a new, empty group when None)."""
+    if blob is None:
+        return {"v": GROUP_VERSION, "shards": {}, "due": {}}
+    value = loads(blob)
+    if value["v"] > GROUP_VERSION or "shards" not in value:
+        raise StoredStateError(f"a queue unit's value of version {value['v']}, this qmon reads up to {GROUP_VERSION}")
+    return value  # type: ignore[return-value]
 
 
 def loads(blob: bytes) -> dict[str, Any]:

@@ -1,23 +1,44 @@
-"""The structure monitors' buckets for a query, kept with its checkpoint (see ``qmon.core.placement``).
+"""Where a query's units are, kept with its checkpoint (see ``qmon.core.placement``).
 
-``structure_buckets(spark, checkpoint, names)`` returns ``{structure: bucket}``: assignments
-already made for this checkpoint (file ``qmon-placement.json`` in the checkpoint directory, read
-and written through Hadoop's FileSystem, so any checkpoint location Spark accepts works), plus new
-ones for configured structures not yet placed.  The file also records the number of shuffle
-partitions the checkpoint was created with, which Spark keeps for the checkpoint's whole life.
+``placement(spark, checkpoint, names, queue_units, queue_buckets)`` returns a ``Placement``:
+
+* ``structures``, ``{structure: bucket}``: assignments already made for this checkpoint, plus new ones
+  for configured structures not yet placed;
+* ``queue_units``: the key bucket of each group of queue-manager shards (group ``i`` on shuffle partition
+  ``i mod partitions``);
+* ``queue_buckets``: the shards a queue manager's queues are split into.
+
+All of it is kept in the file ``qmon-placement.json`` in the checkpoint directory (read and written
+through Hadoop's FileSystem, so any checkpoint location Spark accepts works), with the number of
+shuffle partitions the checkpoint was created with, which Spark keeps for the checkpoint's whole life.
+The state lives under those keys and those shards: a checkpoint keeps the counts it started with (a
+configuration that asks for others is logged and overruled).  A checkpoint written before queue
+shards were grouped into units (qmon before 0.4.0) is refused (``CheckpointError``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from qmon.core.placement import place
+from qmon.core.placement import place, spread
 
 logger = logging.getLogger(__name__)
 
 FILE = "qmon-placement.json"
+
+
+class CheckpointError(Exception):
+    """A checkpoint this qmon cannot carry on from."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    structures: dict[str, int]  # structure -> the bucket of its key (S, structure, bucket)
+    queue_units: list[int]  # group i of queue-manager shards -> the bucket of its key (Q, "", bucket)
+    queue_buckets: int  # shards a queue manager's queues are split into
 
 
 def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) -> dict[tuple[str, int], int]:
@@ -34,14 +55,32 @@ def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) 
     return {(r.n, r.b): r.p for r in df.collect()}
 
 
+def _queue_partitions(spark: Any, partitions: int, tries: int) -> dict[int, int]:
+    """Spark's shuffle partition of key (Q, "", bucket) for every bucket < tries."""
+    from qmon.streaming.rows import Unit
+
+    df = spark.sql(
+        f"SELECT b, pmod(hash('{Unit.QUEUES.value}', '', b), {int(partitions)}) AS p FROM VALUES "
+        + ", ".join(f"({b})" for b in range(tries))
+        + " AS t(b)"
+    )
+    return {r.b: r.p for r in df.collect()}
+
+
 def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _fs(spark: Any, checkpoint: str) -> tuple[Any, Any]:
+def _fs(spark: Any, checkpoint: str, name: str = FILE) -> tuple[Any, Any]:
     jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/") + "/" + FILE)
+    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/") + "/" + name)
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def _has_batches(spark: Any, checkpoint: str) -> bool:
+    """Whether the checkpoint's query has planned a batch (its offsets log has an entry)."""
+    fs, path = _fs(spark, checkpoint, "offsets")
+    return bool(fs.exists(path) and any(s.getPath().getName().isdigit() for s in fs.listStatus(path)))
 
 
 def _read(spark: Any, checkpoint: str) -> dict[str, Any] | None:
@@ -65,15 +104,50 @@ def _write(spark: Any, checkpoint: str, doc: dict[str, Any]) -> None:
         out.close()
 
 
-def structure_buckets(spark: Any, checkpoint: str, names: list[str]) -> dict[str, int]:
-    """The bucket of each structure's key for the query on ``checkpoint`` (kept there)."""
+def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int, queue_buckets: int) -> Placement:
+    """The units' keys for the query on ``checkpoint`` (kept there)."""
     doc = _read(spark, checkpoint) or {}
+    if "queue_units" not in doc and _has_batches(spark, checkpoint):
+        raise CheckpointError(
+            f"{checkpoint}: this checkpoint was written by a qmon before 0.4.0, whose state is keyed by queue "
+            "manager shard; this qmon groups the shards into units and cannot read it. Start the job with a new "
+            "checkpoint directory (job.checkpoint; job.starting_offsets: latest to skip the input already read): "
+            "see CHANGELOG.md, 0.4.0"
+        )
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}
     tries = 16 * partitions + 64
     table = _partition_table(spark, sorted(set(names) | set(existing)), partitions, tries)
     buckets = place(existing, names, partitions, lambda n, b: table.get((n, b), -1), tries=tries)
-    if buckets != existing or "partitions" not in doc:
-        _write(spark, checkpoint, {"partitions": partitions, "structures": buckets})
-        logger.info("structure monitors placed over %d shuffle partitions: %s", partitions, buckets)
-    return buckets
+    units = [int(b) for b in doc.get("queue_units") or []]
+    if not units:
+        queue_table = _queue_partitions(spark, partitions, tries + queue_units)
+        units = spread(queue_units, partitions, lambda b: queue_table.get(b, -1), tries=tries)
+    elif len(units) != queue_units:
+        logger.warning(
+            "job.queue_units is %d but checkpoint %s was started with %d: kept (the state lives under them)",
+            queue_units,
+            checkpoint,
+            len(units),
+        )
+    shards = int(doc.get("queue_buckets") or queue_buckets)
+    if shards != queue_buckets:
+        logger.warning(
+            "job.queue_buckets is %d but checkpoint %s was started with %d: kept (the state lives in those shards)",
+            queue_buckets,
+            checkpoint,
+            shards,
+        )
+    new = {"partitions": partitions, "structures": buckets, "queue_units": units, "queue_buckets": shards}
+    if new != doc:
+        _write(spark, checkpoint, new)
+        logger.info(
+            "units placed over %d shuffle partitions: structures %s, %d groups of queue-manager shards (%d a "
+            "queue manager) at %s",
+            partitions,
+            buckets,
+            len(units),
+            shards,
+            units,
+        )
+    return Placement(buckets, units, shards)

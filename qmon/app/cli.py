@@ -14,6 +14,7 @@ from typing import Any
 
 from qmon.core import topics
 from qmon.core.config import Config, ConfigError, load_config
+from qmon.streaming.units import CheckpointError
 
 logger = logging.getLogger("qmon")
 
@@ -523,6 +524,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"qmon: configuration error:\n{exc}", file=sys.stderr)
+        return 2
+    except CheckpointError as exc:
+        print(f"qmon: checkpoint error: {exc}", file=sys.stderr)
         return 2
 
 

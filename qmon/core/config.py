@@ -102,6 +102,13 @@ class JobConfig(_Model):
         None, ge=1, le=10_000, description="tasks reading the input per batch (default: one per Kafka partition)"
     )
     queue_buckets: int = Field(8, ge=1, le=4096, description="shards per queue manager; fixed for a checkpoint")
+    queue_units: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="groups the queue managers' shards are kept in, each a key of the operator (default: "
+        "job.shuffle_partitions); fixed for a checkpoint",
+    )
     watermark_delay: str = "5 seconds"
     max_offsets_per_trigger: int | None = Field(None, ge=1)
     starting_offsets: Literal["earliest", "latest"] = "earliest"

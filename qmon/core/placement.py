@@ -18,6 +18,7 @@ Pure: ``partition_of(name, bucket)`` is given by the caller (Spark's hash, in th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import count as count_from
 
 #: how many buckets to try for a wanted partition before settling for the best one seen
 MAX_TRIES = 4096
@@ -43,4 +44,20 @@ def place(
         out[name] = bucket
         if 0 <= partition_of(name, bucket) < len(load):
             load[partition_of(name, bucket)] += 1
+    return out
+
+
+def spread(count: int, partitions: int, partition_of: Callable[[int], int], tries: int = MAX_TRIES) -> list[int]:
+    """Buckets for ``count`` groups of queue-manager shards, group ``i`` on partition ``i mod partitions``: the
+    smallest bucket not yet taken that Spark's hash puts there (``partition_of(bucket)``), or the smallest
+    free one when none of ``0 .. tries-1`` does.  Distinct, so no two groups share a key."""
+    taken: set[int] = set()
+    out = []
+    for i in range(count):
+        wanted = i % max(1, partitions)
+        bucket = next((b for b in range(tries) if b not in taken and partition_of(b) == wanted), None)
+        if bucket is None:
+            bucket = next(b for b in count_from(0) if b not in taken)
+        taken.add(bucket)
+        out.append(bucket)
     return out

@@ -40,3 +40,21 @@ def test_deterministic():
     part = fake_hash(3)
     names = ["B", "A", "C"]
     assert place({}, names, 3, part) == place({}, list(reversed(names)), 3, part)
+
+
+def test_queue_groups_one_per_partition_in_turn_on_distinct_buckets():
+    from qmon.core.placement import spread
+
+    def partition_of(b: int) -> int:
+        return zlib.crc32(f"Q/{b}".encode()) % 4
+
+    buckets = spread(10, 4, partition_of)
+    assert len(set(buckets)) == 10
+    assert [partition_of(b) for b in buckets] == [i % 4 for i in range(10)]
+    assert spread(10, 4, partition_of) == buckets  # deterministic
+
+
+def test_queue_groups_without_a_bucket_for_their_partition_still_get_distinct_ones():
+    from qmon.core.placement import spread
+
+    assert spread(3, 2, lambda b: 0, tries=4) == [0, 1, 2]  # no bucket reaches partition 1: the smallest free

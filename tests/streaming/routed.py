@@ -17,8 +17,9 @@ def row(kind: str, ts: int, *, seq: int, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = dict.fromkeys(ROUTED_COLUMNS)
     base.update(
         unit="Q",
-        unit_name="QM1",
+        unit_name="",
         bucket=0,
+        shard=0,
         kind=kind,
         qmgr="QM1",
         ts=ts,

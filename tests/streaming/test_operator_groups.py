@@ -21,7 +21,7 @@ from qmon.streaming.operators import Monitor, _joined, sorted_input
 from qmon.streaming.rows import ROUTED, STATE
 from tests.streaming.routed import command, decoded, frame, put, row
 
-KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
+KEY = ("Q", "", 0)  # a group of queue-manager shards: (unit, unit_name, bucket)
 
 
 class Groups:
@@ -69,8 +69,11 @@ class Groups:
         outs = [o for o in outs if not o.empty]
         return pd.concat(outs, ignore_index=True) if outs else pd.DataFrame()
 
-    def shard(self, key: Any = KEY) -> dict[str, Any]:
-        return stored.loads(self.values[key][0])
+    def group(self, key: Any = KEY) -> stored.ShardGroup:
+        return stored.load_group(self.values[key][0])
+
+    def shard(self, key: Any = KEY, qmgr: str = "QM1", shard: int = 0) -> dict[str, Any]:
+        return stored.loads(self.group(key)["shards"][qmgr][str(shard)])
 
 
 def test_one_timeout_at_the_stall_deadline_fires_and_is_cleared():
@@ -234,3 +237,63 @@ def test_puts_and_gets_screened_a_chunk_at_a_time_give_the_outputs_of_one_chunk(
     queues = {n: stored.load_queue(q) for n, q in runs[0][1]["queues"].items()}
     assert (queues["A"]["depth"], queues["B"]["depth"]) == (11, 12)
     assert [r["type"] for _, r in runs[0][0] if r.get("queue") == "A"].count("QDEPTH_HIGH") == 1
+
+
+def _on(rec: dict[str, Any], qmgr: str, shard: int) -> dict[str, Any]:
+    return {**rec, "qmgr": qmgr, "shard": shard}
+
+
+def _watched(qmgr: str, shard: int, queue: str, qsvcint: int, seq: int) -> list[dict[str, Any]]:
+    return [
+        _on(command(1, "ALTER QMGR PERFMEV(ENABLED)", seq), qmgr, shard),
+        _on(command(1, f"ALTER QLOCAL({queue}) QSVCIEV(HIGH) QSVCINT({qsvcint})", seq + 1), qmgr, shard),
+    ]
+
+
+def test_a_group_holds_several_queue_managers_shards_each_under_its_own_rules():
+    """The shards of several queue managers in one key give the outputs and the states each shard gives alone:
+    a queue of the same name on two queue managers, or in two shards, is two queues."""
+    shards = [("QM1", 0), ("QM2", 0), ("QM1", 1)]
+    rows = []
+    for n, (qmgr, shard) in enumerate(shards):
+        rows += _watched(qmgr, shard, "PAY.IN", 1000 * (n + 1), 10 * n + 1)
+    for i in range(6):  # interleaved: each shard's puts and a get, in ts order across the group
+        qmgr, shard = shards[i % 3]
+        rows.append(_on(put(1_000 + 1_500 * i, "PAY.IN", 100 + i), qmgr, shard))
+    rows.append(_on(row("A", 10_000, seq=200, event_id="g", queue="PAY.IN", op="GET"), "QM2", 0))
+    together = Groups()
+    mixed = decoded(together.rows(KEY, frame(*rows)))
+    alone: list[Any] = []
+    for qmgr, shard in shards:
+        g = Groups()
+        alone += decoded(g.rows(KEY, frame(*[r for r in rows if (r["qmgr"], r["shard"]) == (qmgr, shard)])))
+        assert together.shard(qmgr=qmgr, shard=shard) == g.shard(qmgr=qmgr, shard=shard)
+    assert sorted(map(repr, mixed)) == sorted(map(repr, alone))
+    assert len({r["qmgr"] for t, r in mixed if t == topics.PERFORMANCE and r["type"] == "QSVCINT_HIGH"}) == 2
+    assert set(together.group()["shards"]) == {"QM1", "QM2"} and set(together.group()["shards"]["QM1"]) == {"0", "1"}
+
+
+def test_the_group_times_out_at_its_earliest_shard_and_only_due_shards_run_or_change():
+    g = Groups()
+    rows = _watched("QM1", 0, "A", 1000, 1) + _watched("QM2", 3, "B", 5000, 3)
+    g.rows(KEY, frame(*rows, _on(put(1_000, "A", 5), "QM1", 0), _on(put(1_000, "B", 6), "QM2", 3)))
+    assert g.timeouts[KEY] == 2_000  # QM1's A first (due 2,001)
+    assert g.group()["due"] == {"QM1": {"0": 2_001}, "QM2": {"3": 6_001}}
+    qm2_before = g.group()["shards"]["QM2"]["3"]
+    fired = decoded(g.advance(2_001))
+    assert [(r["type"], r["qmgr"], r["queue"]) for _, r in fired] == [("QUEUE_STALLED", "QM1", "A")]
+    assert g.group()["shards"]["QM2"]["3"] == qm2_before  # not due: its stored value untouched, byte for byte
+    assert g.timeouts[KEY] == 6_000
+    assert [r["qmgr"] for _, r in decoded(g.advance(6_001))] == ["QM2"]
+    assert KEY not in g.timeouts and g.group()["due"] == {}
+
+
+def test_a_shard_without_rows_whose_deadline_passed_fires_with_the_groups_rows():
+    """A key with rows is not timed out in that batch: a deadline of another of its shards that the watermark
+    has reached runs in the same call, as Spark's timeout of that shard alone would have."""
+    g = Groups()
+    g.rows(KEY, frame(*_watched("QM1", 0, "A", 1000, 1), _on(put(1_000, "A", 3), "QM1", 0)))
+    g.watermark = 9_000
+    out = decoded(g.rows(KEY, frame(_on(put(9_500, "Z", 4), "QM2", 1))))
+    assert [(r["type"], r["qmgr"], r["queue"]) for t, r in out if t == topics.ALERTS] == [("QUEUE_STALLED", "QM1", "A")]
+    assert KEY not in g.timeouts

@@ -20,7 +20,7 @@ from qmon.streaming import state as stored  # noqa: E402
 from qmon.streaming.operators import MonitorProcessor  # noqa: E402
 from tests.streaming.routed import command, decoded, frame, put, row  # noqa: E402
 
-KEY = ("Q", "QM1", 0)  # a queue shard: (unit, unit_name, bucket)
+KEY = ("Q", "", 0)  # a group of queue-manager shards: (unit, unit_name, bucket)
 
 
 class OneColumnKey(MonitorProcessor):
@@ -85,7 +85,7 @@ def test_idle_empty_queues_expire_after_the_ttl_and_queues_with_messages_stay():
     )
     t.testInPandas(KEY, frame(put(20_000, "NEW.Q", 4)))
     (blob,) = t.peekValueState("shard", KEY)
-    assert set(stored.loads(blob)["queues"]) == {"FULL.Q", "NEW.Q"}
+    assert set(stored.loads(stored.load_group(blob)["shards"]["QM1"]["0"])["queues"]) == {"FULL.Q", "NEW.Q"}
 
 
 def test_dead_letters_and_error_replies_pass_through_untouched():

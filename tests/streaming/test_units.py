@@ -1,4 +1,5 @@
-"""Structure monitors are spread over the shuffle partitions, and stay where they were placed."""
+"""Structure monitors and the groups of queue-manager shards are spread over the shuffle partitions, and stay
+where they were placed; a checkpoint from before the groups is refused."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import json
 
 import pytest
 
-from qmon.streaming.units import FILE, structure_buckets
+from qmon.streaming.units import FILE, CheckpointError, placement
 
 pytestmark = pytest.mark.spark
 
 
-def partition(spark, name, bucket, partitions):
-    # the partition Spark's shuffle gives key (S, name, bucket): pmod(murmur3(key, 42), partitions)
-    return spark.sql(f"SELECT pmod(hash('S', '{name}', CAST({bucket} AS INT)), {partitions}) AS p").first().p
+def partition(spark, name, bucket, partitions, unit="S"):
+    # the partition Spark's shuffle gives key (unit, name, bucket): pmod(murmur3(key, 42), partitions)
+    return spark.sql(f"SELECT pmod(hash('{unit}', '{name}', CAST({bucket} AS INT)), {partitions}) AS p").first().p
 
 
 @pytest.fixture
@@ -27,13 +28,40 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     spark.conf.set("spark.sql.shuffle.partitions", "4")
     ckpt = str(tmp_path / "ckpt")
     names = ["MSGQ1", "MSGQ2", "EMHQ1", "RSRC1"]
-    first = structure_buckets(spark, ckpt, names)
-    assert sorted(partition(spark, n, b, 4) for n, b in first.items()) == [0, 1, 2, 3]
+    first = placement(spark, ckpt, names, 6, 8)
+    assert sorted(partition(spark, n, b, 4) for n, b in first.structures.items()) == [0, 1, 2, 3]
+    assert [partition(spark, "", b, 4, unit="Q") for b in first.queue_units] == [0, 1, 2, 3, 0, 1]
+    assert len(set(first.queue_units)) == 6 and first.queue_buckets == 8
     saved = json.loads((tmp_path / "ckpt" / FILE).read_text())
-    assert saved == {"partitions": 4, "structures": first}
-    # a restart with another shuffle setting and one more structure: the checkpoint's placement
-    # (and partition count, which Spark keeps for the checkpoint) win; the newcomer is added
+    assert saved == {
+        "partitions": 4,
+        "structures": first.structures,
+        "queue_units": first.queue_units,
+        "queue_buckets": 8,
+    }
+    # a restart with another shuffle setting, other unit and shard counts and one more structure: the
+    # checkpoint's placement (and partition count, which Spark keeps for the checkpoint) win; the newcomer
+    # is added
     spark.conf.set("spark.sql.shuffle.partitions", "2")
-    again = structure_buckets(spark, ckpt, [*names, "MSGQ3"])
-    assert {n: again[n] for n in names} == first
+    again = placement(spark, ckpt, [*names, "MSGQ3"], 2, 3)
+    assert {n: again.structures[n] for n in names} == first.structures
+    assert (again.queue_units, again.queue_buckets) == (first.queue_units, 8)
     assert json.loads((tmp_path / "ckpt" / FILE).read_text())["partitions"] == 4
+
+
+def test_a_checkpoint_from_before_the_groups_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
+    """qmon before 0.4.0 kept each queue manager's shard under a key of its own: its state cannot be found under
+    the groups' keys, so carrying on would start every queue from nothing, silently.  A placement file without
+    the groups and a query that has run (an offsets log) is such a checkpoint; one that never ran is not."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}}))
+    assert placement(spark, str(ckpt), ["MSGQ1"], 4, 8).structures == {"MSGQ1": 0}  # never ran: carried on
+    (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}}))
+    (ckpt / f".{FILE}.crc").unlink()  # (Hadoop's checksum of the file the call above wrote)
+    (ckpt / "offsets").mkdir()
+    (ckpt / "offsets" / "0").write_text("v1\n{}\n")
+    with pytest.raises(
+        CheckpointError, match=r"ckpt: this checkpoint was written by a qmon before 0\.4\.0.*new checkpoint"
+    ):
+        placement(spark, str(ckpt), ["MSGQ1"], 4, 8)

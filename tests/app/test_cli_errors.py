@@ -1,0 +1,26 @@
+"""What ``qmon`` prints and returns when it cannot start: the reason on one line, exit status 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from qmon.app import cli
+from qmon.streaming import job
+from qmon.streaming.units import CheckpointError
+
+
+def test_a_checkpoint_qmon_cannot_carry_on_from_stops_run_with_the_reason(monkeypatch, capsys):
+    def refuse(*args, **kwargs):
+        raise CheckpointError("/data/ckpt: this checkpoint was written by a qmon before 0.4.0 ...")
+
+    monkeypatch.setattr(job, "run", refuse)
+    assert cli.main(["run", "--bootstrap", "localhost:1"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "qmon: checkpoint error: /data/ckpt: this checkpoint was written by a qmon before 0.4.0 ..."
+    )
+
+
+def test_other_failures_are_not_taken_for_checkpoint_errors(monkeypatch):
+    monkeypatch.setattr(job, "run", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        cli.main(["run", "--bootstrap", "localhost:1"])

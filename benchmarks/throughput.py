@@ -57,6 +57,8 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
 
 #: "short" (b0, b1, ...: every table before the digests) or "uuid" (36 characters, as producers usually send)
 EVENT_IDS = "short"
+#: the queue managers the queues belong to (queue q to QM{q mod QMGRS})
+QMGRS = 4
 
 
 def records(n: int, queues: int, seed: int = 42) -> list[dict[str, Any]]:
@@ -69,7 +71,7 @@ def records(n: int, queues: int, seed: int = 42) -> list[dict[str, Any]]:
         q = rng.randrange(queues)
         op = "PUT" if depth[q] == 0 or rng.random() < 0.7 else "GET"
         depth[q] += 1 if op == "PUT" else -1
-        qmgr = f"QM{q % 4}"
+        qmgr = f"QM{q % QMGRS}"
         rec = {
             "event_id": str(uuid.UUID(int=ids.getrandbits(128), version=4)) if EVENT_IDS == "uuid" else f"b{i}",
             "qmgr": qmgr,
@@ -672,6 +674,7 @@ def main() -> int:
         default=4,
         help="job.queue_buckets: shards per queue manager (the workload has 4 queue managers: 16 shards with 4)",
     )
+    ap.add_argument("--qmgrs", type=int, default=4, help="queue managers the workload's queues belong to")
     ap.add_argument(
         "--queue-units",
         type=int,
@@ -690,8 +693,8 @@ def main() -> int:
         help="--latency: append the measured micro-batches' progress reports (Spark's JSON, one a line) to this file",
     )
     args = ap.parse_args()
-    global EVENT_IDS
-    EVENT_IDS = args.event_ids
+    global EVENT_IDS, QMGRS
+    EVENT_IDS, QMGRS = args.event_ids, args.qmgrs
     if args.operator == "tws":
         os.environ["QMON_OPERATOR"] = "tws"
     TUNING.update(
@@ -706,7 +709,7 @@ def main() -> int:
     print(
         f"settings: event ids {args.event_ids}, operator {args.operator}, shuffle partitions {args.shuffle or 'default'}, input tasks "
         f"{args.input_tasks or 'one per Kafka partition'}, checkpoint files through {args.checkpoint_fs}, queue buckets {args.queue_buckets}, "
-        f"queue units {args.queue_units or 'default'}"
+        f"queue units {args.queue_units or 'default'}, {args.qmgrs} queue managers"
         + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
         + "".join(f", {c}" for c in args.conf)

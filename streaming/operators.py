@@ -104,10 +104,16 @@ def encode_emits(monitors: list[list[tuple[int, int, Emit]]]) -> pd.DataFrame:
 
 
 def by_shard(pdf: pd.DataFrame) -> Iterator[tuple[tuple[str, int], pd.DataFrame]]:
-    """A queue unit's rows, by (queue manager, shard), each in the order given."""
+    """A queue unit's rows, by (queue manager, shard), each in the order given.  Rows sorted by shard first
+    (``sorted_input(..., shards=True)``) are cut into slices, which share the frame's memory; otherwise each
+    shard's rows are copied out."""
     qmgrs, shards = pdf["qmgr"].values, pdf["shard"].values
-    if (qmgrs == qmgrs[0]).all() and (shards == shards[0]).all():  # (one shard: no copy)
-        yield (qmgrs[0], int(shards[0])), pdf
+    change = (qmgrs[1:] != qmgrs[:-1]) | (shards[1:] != shards[:-1])
+    bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(pdf)]
+    keys = [(qmgrs[a], int(shards[a])) for a in bounds[:-1]]
+    if len(set(keys)) == len(keys):  # each shard's rows together
+        for key, a, b in zip(keys, bounds[:-1], bounds[1:], strict=True):
+            yield key, pdf.iloc[a:b]
         return
     for (qmgr, shard), positions in sorted(pdf.groupby(["qmgr", "shard"], sort=False).indices.items()):
         yield (qmgr, int(shard)), pdf.take(positions)
@@ -131,12 +137,17 @@ def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)  # (a copy would consolidate the object columns: ~1 µs a row)
 
 
-def sorted_input(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
-    """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts."""
+def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataFrame:
+    """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts.  With
+    ``shards`` (a queue unit), by (queue manager, shard) first, so that each shard's rows are one slice."""
     frames = list(rows)
     pdf = frames[0] if len(frames) == 1 else _joined(frames)
+    del frames
     # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
-    order = np.lexsort([pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")])
+    keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
+    if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
+        keys += [pdf["shard"].fillna(-1).values, pd.factorize(pdf["qmgr"], sort=True)[0]]
+    order = np.lexsort(keys)
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)
         return pdf
     return pdf.take(order)
@@ -452,7 +463,8 @@ class Monitor:
         if state.hasTimedOut:
             yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
         else:
-            yield from self.unit(key).rows(key[1], sorted_input(pdfs), slot, state.getCurrentWatermarkMs())
+            rows = sorted_input(pdfs, shards=key[0] == Unit.QUEUES)
+            yield from self.unit(key).rows(key[1], rows, slot, state.getCurrentWatermarkMs())
 
 
 class MonitorProcessor(StatefulProcessor):
@@ -478,7 +490,7 @@ class MonitorProcessor(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         freeze_imports()
-        yield from self.unit(key).rows(key[1], sorted_input(rows), self.slot(key))
+        yield from self.unit(key).rows(key[1], sorted_input(rows, shards=key[0] == Unit.QUEUES), self.slot(key))
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         slot = self.slot(key)

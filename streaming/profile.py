@@ -35,7 +35,7 @@ class ProfiledMonitorProcessor(MonitorProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         self.totals = getattr(self, "totals", {})
         t0, c0 = time.perf_counter(), time.process_time()
-        pdf = sorted_input(rows)
+        pdf = sorted_input(rows, shards=key[0] == "Q")
         self._add(f"{key[0]}_read", t0, c0)
         t0, c0 = time.perf_counter(), time.process_time()
         out = list(self.unit(key).rows(key[1], pdf, self.slot(key)))
@@ -71,7 +71,7 @@ class ProfiledMonitor(Monitor):
             out = list(self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs()))
             add(f"{key[0]}_timer", t0, c0)
         else:
-            pdf = sorted_input(pdfs)
+            pdf = sorted_input(pdfs, shards=key[0] == "Q")
             add(f"{key[0]}_read", t0, c0)
             t0, c0 = time.perf_counter(), time.process_time()
             out = list(self.unit(key).rows(key[1], pdf, slot, state.getCurrentWatermarkMs()))

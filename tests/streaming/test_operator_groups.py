@@ -297,3 +297,15 @@ def test_a_shard_without_rows_whose_deadline_passed_fires_with_the_groups_rows()
     out = decoded(g.rows(KEY, frame(_on(put(9_500, "Z", 4), "QM2", 1))))
     assert [(r["type"], r["qmgr"], r["queue"]) for t, r in out if t == topics.ALERTS] == [("QUEUE_STALLED", "QM1", "A")]
     assert KEY not in g.timeouts
+
+
+def test_a_groups_rows_are_cut_by_shard_in_order_whether_sorted_by_shard_or_not():
+    from qmon.streaming.operators import by_shard
+
+    rows = [_on(put(100 * i, f"Q{i % 3}", i), f"QM{i % 2}", i % 3) for i in range(12)]
+    interleaved = _through_arrow(frame(*rows))
+    by_ts = [(k, list(p["src_offset"])) for k, p in by_shard(sorted_input(iter([interleaved])))]
+    cut = [(k, list(p["src_offset"])) for k, p in by_shard(sorted_input(iter([interleaved]), shards=True))]
+    assert cut == by_ts  # (the first: each shard's rows copied out; the second: slices of the sorted frame)
+    assert [k for k, _ in cut] == sorted(k for k, _ in cut) and len(cut) == 6
+    assert all(offsets == sorted(offsets) for _, offsets in cut)

@@ -66,7 +66,7 @@ def start_query(
         spark,
         checkpoint,
         [s.strname for s in config.structures],
-        config.job.queue_units or config.job.shuffle_partitions,
+        config.job.queue_units,
         config.job.queue_buckets,
     )
     out = build(

@@ -3,15 +3,17 @@
 ``monitor_groups`` (for ``applyInPandasWithState``) is keyed by (unit, unit_name, bucket) and serves two
 kinds of unit:
 
-* ``QueueUnit`` (unit Q): one shard of a queue manager's queues (see ``qmon.core.queues``);
+* ``QueueUnit`` (unit Q): a group of queue-manager shards, each shard of a queue manager's queues its own
+  monitor (see ``qmon.core.queues``) over its own stored value (``qmon.streaming.state.ShardGroup``);
 * ``StructureUnit`` (unit S): one CF structure (see ``qmon.core.structures``).
 
 One operator for both, so the input is read and shuffled once.  A unit's whole state is one value (its
 plain-data state, versioned by the rules and stored as MessagePack: ``qmon.streaming.state``) in Spark's
 ``GroupState``; the rows it receives and returns are declared once in ``qmon.streaming.rows``.
 
-Event-time timeout (Spark's, not MQ's service timer): at most one per unit, at the arrival-clock time the
-earliest watched queue would stall (Q) or the next overflow scan is due (S).  The watermark runs on the
+Event-time timeout (Spark's, not MQ's service timer): at most one per unit, at the arrival-clock time of its
+earliest deadline: a watched queue that would stall or a snapshot due (Q: the earliest of its shards'), the
+next overflow scan (S).  The watermark runs on the
 broker's append time (``clock``), which only moves forward, so no input record is ever behind it and
 dropped.  Spark times a group out when the watermark passes its timeout; a deadline the watermark has
 already reached when a batch's rows have been applied is run at once, in the same call (Spark refuses a
@@ -234,7 +236,8 @@ class _Unit:
         raise NotImplementedError
 
     def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
-        """The key's timer fired: its monitors' emits, a list per monitor."""
+        """The key's timer fired (or it must be set again): the monitors whose deadline ``watermark`` reached
+        run; their emits, a list per monitor."""
         raise NotImplementedError
 
     def deadline(self, mon: Any) -> int | None:
@@ -271,6 +274,12 @@ class _Unit:
             yield passed_through(pdf[passing])
             pdf = pdf[~passing]
             if pdf.empty:
+                # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
+                # and deadlines the watermark reached run now, as in a call with rows
+                if watermark is not None and slot.load() is not None:
+                    emits = self.fire(name, slot, watermark)
+                    if any(emits):
+                        yield encode_emits(emits)
                 return
         emits = self.batch(name, pdf, slot, watermark)
         if any(emits):
@@ -442,7 +451,8 @@ class StructureUnit(_Unit):
 
     def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
         mon = self._load(name, slot)
-        out = self.tick(mon, watermark)
+        at = self.deadline(mon)
+        out = self.tick(mon, watermark) if at is not None and at <= watermark else []
         self._store(mon, slot)
         return [out]
 

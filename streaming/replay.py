@@ -83,7 +83,7 @@ def run_rows(
         spark,
         str(workdir / "checkpoint"),
         [s.strname for s in config.structures],
-        config.job.queue_units or config.job.shuffle_partitions,
+        config.job.queue_units,
         config.job.queue_buckets,
     )
     out = build(

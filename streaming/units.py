@@ -5,7 +5,7 @@
 * ``structures``, ``{structure: bucket}``: assignments already made for this checkpoint, plus new ones
   for configured structures not yet placed;
 * ``queue_units``: the key bucket of each group of queue-manager shards (group ``i`` on shuffle partition
-  ``i mod partitions``);
+  ``i mod partitions``; as many groups as partitions unless ``job.queue_units`` says);
 * ``queue_buckets``: the shards a queue manager's queues are split into.
 
 All of it is kept in the file ``qmon-placement.json`` in the checkpoint directory (read and written
@@ -104,13 +104,14 @@ def _write(spark: Any, checkpoint: str, doc: dict[str, Any]) -> None:
         out.close()
 
 
-def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int, queue_buckets: int) -> Placement:
-    """The units' keys for the query on ``checkpoint`` (kept there)."""
+def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | None, queue_buckets: int) -> Placement:
+    """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
+    per shuffle partition (the checkpoint's)."""
     doc = _read(spark, checkpoint) or {}
     if "queue_units" not in doc and _has_batches(spark, checkpoint):
         raise CheckpointError(
-            f"{checkpoint}: this checkpoint was written by a qmon before 0.4.0, whose state is keyed by queue "
-            "manager shard; this qmon groups the shards into units and cannot read it. Start the job with a new "
+            f"{checkpoint}: this checkpoint was written by a qmon before 0.4.0 (or an earlier 0.4.0 build), whose "
+            "state is keyed by queue manager shard; this qmon groups the shards into units and cannot read it. Start the job with a new "
             "checkpoint directory (job.checkpoint; job.starting_offsets: latest to skip the input already read): "
             "see CHANGELOG.md, 0.4.0"
         )
@@ -121,9 +122,10 @@ def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int, q
     buckets = place(existing, names, partitions, lambda n, b: table.get((n, b), -1), tries=tries)
     units = [int(b) for b in doc.get("queue_units") or []]
     if not units:
-        queue_table = _queue_partitions(spark, partitions, tries + queue_units)
-        units = spread(queue_units, partitions, lambda b: queue_table.get(b, -1), tries=tries)
-    elif len(units) != queue_units:
+        count = queue_units or min(partitions, 4096)
+        queue_table = _queue_partitions(spark, partitions, tries + count)
+        units = spread(count, partitions, lambda b: queue_table.get(b, -1), tries=tries)
+    elif queue_units is not None and len(units) != queue_units:
         logger.warning(
             "job.queue_units is %d but checkpoint %s was started with %d: kept (the state lives under them)",
             queue_units,

@@ -106,8 +106,8 @@ class JobConfig(_Model):
         None,
         ge=1,
         le=4096,
-        description="groups the queue managers' shards are kept in, each a key of the operator (default: "
-        "job.shuffle_partitions); fixed for a checkpoint",
+        description="groups the queue managers' shards are kept in, each a key of the operator (default: one per "
+        "shuffle partition of the checkpoint); fixed for a checkpoint",
     )
     watermark_delay: str = "5 seconds"
     max_offsets_per_trigger: int | None = Field(None, ge=1)

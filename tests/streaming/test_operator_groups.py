@@ -309,3 +309,18 @@ def test_a_groups_rows_are_cut_by_shard_in_order_whether_sorted_by_shard_or_not(
     assert cut == by_ts  # (the first: each shard's rows copied out; the second: slices of the sorted frame)
     assert [k for k, _ in cut] == sorted(k for k, _ in cut) and len(cut) == 6
     assert all(offsets == sorted(offsets) for _, offsets in cut)
+
+
+def test_a_group_whose_batch_brings_only_dead_letters_keeps_its_timeout_and_fires_on_time():
+    """Spark clears a key's timeout at every call: a batch whose only rows for a group are passed through (a dead
+    letter, an invalid command's reply) must set it again, or the group's stalls wait for its next activity."""
+    g = Groups()
+    g.rows(KEY, frame(*_watched("QM1", 0, "A", 1000, 1), _on(put(1_000, "A", 3), "QM1", 0)))
+    assert g.timeouts[KEY] == 2_000
+    g.watermark = 1_500
+    passing = row("P", 1_500, seq=42, out_topic=topics.DLQ, out_key="k", out_value=b"x", rank=0)
+    out = g.rows(KEY, frame(passing))
+    assert list(out["topic"]) == [topics.DLQ]
+    assert g.timeouts[KEY] == 2_000  # set again
+    fired = decoded(g.advance(2_001))
+    assert [(r["type"], r["qmgr"], r["queue"]) for _, r in fired] == [("QUEUE_STALLED", "QM1", "A")]

@@ -47,6 +47,8 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     assert {n: again.structures[n] for n in names} == first.structures
     assert (again.queue_units, again.queue_buckets) == (first.queue_units, 8)
     assert json.loads((tmp_path / "ckpt" / FILE).read_text())["partitions"] == 4
+    # job.queue_units unset: one group per shuffle partition
+    assert len(placement(spark, str(tmp_path / "other"), [], None, 8).queue_units) == 2
 
 
 def test_a_checkpoint_from_before_the_groups_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):

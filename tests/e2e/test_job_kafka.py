@@ -526,3 +526,54 @@ def test_the_progress_of_a_run_that_ended_before_its_listener_is_still_handed_ov
     assert batches and batches == sorted(set(batches))
     assert sum(r["numInputRows"] for r in reports) == 3
     assert ended == [True]
+
+
+def test_two_queue_managers_shards_share_groups_each_under_its_own_rules_through_kafka(
+    spark, kafka_bootstrap, prefix, tmp_path
+):
+    """queue_buckets 2 and 2 groups: a queue manager's two shards go to different groups, so each group holds a
+    shard of QM1 and one of QM2, both with the same queue names.  QM1's QSVCINT (1 s) is exceeded, QM2's (5 s)
+    is not: QSVCINT_HIGH for QM1's queues only, whichever group their shard shares with QM2's."""
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    queues = [f"PAY.Q{i}" for i in range(6)]
+    shards = {
+        r.s for r in spark.sql(" UNION ALL ".join(f"SELECT pmod(xxhash64('{q}'), 2) AS s" for q in queues)).collect()
+    }
+    assert shards == {0, 1}  # (both shards of each queue manager are used)
+    for qmgr, interval in (("QM1", 1000), ("QM2", 5000)):
+        texts = ["ALTER QMGR PERFMEV(ENABLED)"] + [
+            f"ALTER QLOCAL({q}) QSVCINT({interval}) QSVCIEV(HIGH)" for q in queues
+        ]
+        send_commands(kafka_bootstrap, qmgr, texts, ts=T0, prefix=prefix)
+    recs = [
+        activity(n, "PUT", ts, queue=q, qmgr=qmgr)
+        for n, (ts, qmgr, q) in enumerate((ts, m, q) for ts in (1_000, 3_000) for m in ("QM1", "QM2") for q in queues)
+    ]
+    produce_activity(kafka_bootstrap, prefix, recs)
+    assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    high = sorted((r["qmgr"], r["queue"]) for t, r in out if t == topics.PERFORMANCE and r["type"] == "QSVCINT_HIGH")
+    assert high == [("QM1", q) for q in queues]
+    assert sum(r["ok"] for t, r in out if t == topics.REPLIES) == 2 * (1 + len(queues))
+
+
+def test_a_checkpoint_from_before_the_groups_is_refused_and_nothing_is_read(spark, kafka_bootstrap, prefix, tmp_path):
+    """A checkpoint whose query ran before the shards were grouped (its placement file has no groups) holds its
+    state under keys this qmon never reads: run refuses it before reading anything, and writes nothing."""
+    import json
+
+    from qmon.streaming.units import FILE, CheckpointError
+
+    config = config_for(prefix)
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    produce_activity(kafka_bootstrap, prefix, [activity(1, "PUT", 1_000)])
+    ckpt = tmp_path / "ckpt"
+    (ckpt / "offsets").mkdir(parents=True)
+    (ckpt / "offsets" / "0").write_text("v1\n{}\n")
+    (ckpt / FILE).write_text(json.dumps({"partitions": 2, "structures": {}}))
+    with pytest.raises(CheckpointError, match="before 0.4.0"):
+        run(config, kafka_bootstrap, str(ckpt), available_now=True, spark=spark)
+    assert outputs(kafka_bootstrap, prefix) == []
+    assert sorted(p.name for p in ckpt.iterdir()) == sorted([FILE, "offsets"])  # untouched
+    assert json.loads((ckpt / FILE).read_text()) == {"partitions": 2, "structures": {}}

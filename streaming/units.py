@@ -41,30 +41,16 @@ class Placement:
     queue_buckets: int  # shards a queue manager's queues are split into
 
 
-def _partition_table(spark: Any, names: list[str], partitions: int, tries: int) -> dict[tuple[str, int], int]:
-    """Spark's shuffle partition of key (S, name, bucket) for every name and bucket < tries."""
-    from qmon.streaming.rows import Unit
-
+def _partition_table(
+    spark: Any, unit: str, names: list[str], partitions: int, tries: int
+) -> dict[tuple[str, int], int]:
+    """Spark's shuffle partition of key (unit, name, bucket) for every name and bucket < tries."""
     if not names:
         return {}
     # an inline table: Spark folds the projection into a local relation on the driver (no job)
     values = ", ".join(f"({_sql_string(n)}, {b})" for n in names for b in range(tries))
-    df = spark.sql(
-        f"SELECT n, b, pmod(hash('{Unit.STRUCTURE.value}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)"
-    )
+    df = spark.sql(f"SELECT n, b, pmod(hash('{unit}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)")
     return {(r.n, r.b): r.p for r in df.collect()}
-
-
-def _queue_partitions(spark: Any, partitions: int, tries: int) -> dict[int, int]:
-    """Spark's shuffle partition of key (Q, "", bucket) for every bucket < tries."""
-    from qmon.streaming.rows import Unit
-
-    df = spark.sql(
-        f"SELECT b, pmod(hash('{Unit.QUEUES.value}', '', b), {int(partitions)}) AS p FROM VALUES "
-        + ", ".join(f"({b})" for b in range(tries))
-        + " AS t(b)"
-    )
-    return {r.b: r.p for r in df.collect()}
 
 
 def _sql_string(text: str) -> str:
@@ -107,6 +93,8 @@ def _write(spark: Any, checkpoint: str, doc: dict[str, Any]) -> None:
 def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | None, queue_buckets: int) -> Placement:
     """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
     per shuffle partition (the checkpoint's)."""
+    from qmon.streaming.rows import Unit  # (not at import: the CLI imports this module for CheckpointError)
+
     doc = _read(spark, checkpoint) or {}
     if "queue_units" not in doc and _has_batches(spark, checkpoint):
         raise CheckpointError(
@@ -118,13 +106,13 @@ def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | 
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}
     tries = 16 * partitions + 64
-    table = _partition_table(spark, sorted(set(names) | set(existing)), partitions, tries)
+    table = _partition_table(spark, Unit.STRUCTURE, sorted(set(names) | set(existing)), partitions, tries)
     buckets = place(existing, names, partitions, lambda n, b: table.get((n, b), -1), tries=tries)
     units = [int(b) for b in doc.get("queue_units") or []]
     if not units:
         count = queue_units or min(partitions, 4096)
-        queue_table = _queue_partitions(spark, partitions, tries + count)
-        units = spread(count, partitions, lambda b: queue_table.get(b, -1), tries=tries)
+        queue_table = _partition_table(spark, Unit.QUEUES, [""], partitions, tries + count)
+        units = spread(count, partitions, lambda b: queue_table.get(("", b), -1), tries=tries)
     elif queue_units is not None and len(units) != queue_units:
         logger.warning(
             "job.queue_units is %d but checkpoint %s was started with %d: kept (the state lives under them)",

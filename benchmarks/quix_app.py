@@ -100,7 +100,8 @@ def main() -> int:
         consumer_group=f"quix-{uuid.uuid4().hex[:8]}",
         auto_offset_reset="earliest",
         loglevel="WARNING",
-        state_dir=tempfile.mkdtemp(),
+        # beside the config, in throughput.py's temporary directory, which it removes
+        state_dir=tempfile.mkdtemp(prefix="quix-state-", dir=Path(config_path).parent),
         # state is recovered from changelog topics, as qmon's is from its checkpoint
         use_changelog_topics=True,
         consumer_extra_config={"fetch.max.bytes": 50_000_000},

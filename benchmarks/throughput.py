@@ -27,6 +27,7 @@ import heapq
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import threading
@@ -652,6 +653,11 @@ def main() -> int:
     ap.add_argument("--shuffle", type=int, help="shuffle partitions (default: 4 for throughput, 2 for latency)")
     ap.add_argument("--input-tasks", type=int, help="tasks reading the input per batch (default: one per partition)")
     ap.add_argument("--no-baseline", action="store_true", help="qmon only (when measuring one change)")
+    ap.add_argument(
+        "--keep-tmp",
+        action="store_true",
+        help="keep the temporary directory (the broker's log, the checkpoints; up to several GB) instead of removing it",
+    )
     ap.add_argument("--mq-trace", action="store_true", help="the job over Avro and over activity trace (PCF)")
     ap.add_argument("--calls", type=int, default=50, help="--mq-trace: MQI calls per trace message")
     ap.add_argument(
@@ -795,6 +801,10 @@ def main() -> int:
     finally:
         if broker is not None:
             broker.stop()
+        if args.keep_tmp:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -41,15 +41,63 @@ def dumps(state: Mapping[str, Any]) -> bytes:
 #: one Packer for every queue value (``msgpack.packb`` builds a Packer per call: ~10 µs each)
 _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
+#: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
+#: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
+#: field names written here once rather than in every queue (a queue with two remembered ids: 260 bytes as a
+#: map, 74 so).
+#: A map of any other keys or order is stored as a map.  An id is never changed nor reused: a stored value
+#: is read back by it (a new field needs a new shape, and ``tests/streaming/test_state.py`` says so).
+QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
+    1: (
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "recent",
+        "stall_alert_id",
+        "stall_ok",
+    ),
+    2: ("msgs", "el", "ovf", "rej", "fifo", "recent"),
+    3: ("msgs", "el", "ovf", "rej", "fifo"),
+}
+#: a queue's ``attrs`` (shape 1), by position too when they are exactly these (``qmon.core.queues.MQ_DEFAULTS``)
+ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
+_SHAPE_IDS = {fields: sid for sid, fields in QUEUE_SHAPES.items()}
+_ATTRS = QUEUE_SHAPES[1].index("attrs")
+
 
 def dump_queue(queue: dict[str, Any]) -> bytes:
-    """One queue's state inside its unit's value (``qmon.core.lazy``)."""
-    return _packer.pack(queue)
+    """One queue's state inside its unit's value (``qmon.core.lazy``): by position if its keys are a shape."""
+    sid = _SHAPE_IDS.get(tuple(queue))
+    if sid is None:
+        return _packer.pack(queue)
+    values = [sid, *queue.values()]
+    if sid == 1 and tuple(attrs := values[1 + _ATTRS]) == ATTRS_SHAPE:
+        values[1 + _ATTRS] = list(attrs.values())
+    return _packer.pack(values)
 
 
 def load_queue(stored: Any) -> Any:
-    """One queue's state back (a plain map, as states before 0.3 held them, passes through)."""
-    return stored if isinstance(stored, dict) else msgpack.unpackb(stored, raw=False)
+    """One queue's state back as its map (stored as a map, by qmon before 0.4 or of another shape, or a plain
+    map, as states before 0.3 held them: as it is)."""
+    if isinstance(stored, dict):
+        return stored
+    value = msgpack.unpackb(stored, raw=False)
+    if isinstance(value, dict):
+        return value
+    fields = QUEUE_SHAPES.get(value[0]) if isinstance(value, list) and value else None
+    if fields is None or len(value) != len(fields) + 1:
+        raise StoredStateError(f"a queue's stored value of no known shape (starts {bytes(stored[:16])!r})")
+    queue = dict(zip(fields, value[1:], strict=True))
+    if value[0] == 1 and isinstance(attrs := queue["attrs"], list):
+        queue["attrs"] = dict(zip(ATTRS_SHAPE, attrs, strict=True))
+    return queue
 
 
 #: the version of ``ShardGroup``

@@ -78,7 +78,7 @@ def dump_queue(queue: dict[str, Any]) -> bytes:
     if sid is None:
         return _packer.pack(queue)
     values = [sid, *queue.values()]
-    if sid == 1 and tuple(attrs := values[1 + _ATTRS]) == ATTRS_SHAPE:
+    if sid == 1 and isinstance(attrs := values[1 + _ATTRS], dict) and tuple(attrs) == ATTRS_SHAPE:
         values[1 + _ATTRS] = list(attrs.values())
     return _packer.pack(values)
 

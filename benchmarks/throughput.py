@@ -1,6 +1,6 @@
 """qmon end to end (Kafka -> Spark -> Kafka) against a hand-written Python consumer, on the local broker.
 
-    python benchmarks/throughput.py [--records N] [--queues Q] [--latency --rate R --seconds S] [--cluster]
+    python benchmarks/throughput.py [--records N] [--queues Q] [--latency --rate R --seconds S] [--targets] [--cluster]
 
 Prints figures; asserts nothing.  The workload is fixed by a seed: Q queues (default 10,000) over
 2 structures, 70/30 put/get, service-interval events enabled on every queue.  Both qmon and the
@@ -16,6 +16,9 @@ says whether they do.
 * ``--mq-trace``: the same puts and gets (no structure) twice through the job, as QueueActivity Avro records
   on ``qmon.activity`` and as MQ activity trace PCF messages (``--calls`` calls each) on ``qmon.mq.trace``;
   prints the job's records/s for each, side by side, and whether both gave the same performance events.
+* ``--targets``: issue 17's targets in one run, side by side: 300,000 records, 1,000,000 records (and Quix
+  Streams with ``--quix-python``), 5,000 and 20,000 records/s for ``--seconds`` each; then a table of each
+  target, this run's figure and whether it was met.
 * ``--cluster``: also run the job on a Spark standalone cluster (master + 2 workers on loopback)
   and check its output equals the local run's.
 """
@@ -462,7 +465,7 @@ def latency(
     settle: int = 20,
     warmup: int = 30,
     progress_json: Path | None = None,
-) -> None:
+) -> dict[str, Any]:
     """A sustained-rate run: produce at ``rate`` records/s for ``warmup`` + ``seconds`` while the job runs (200 ms
     trigger); over the last ``seconds`` (the first batches start the Python workers and compile the JVM's
     code: the warm-up is not counted), report whether it kept up (input lag when production stopped, and
@@ -591,9 +594,17 @@ def latency(
             f"  empty micro-batches (timers only): {len(empty)}, duration p50 {_pct(empty_durations, 0.5):.2f} s, "
             f"max {empty_durations[-1]:.2f} s"
         )
+    return {
+        "rate": rate,
+        "kept_up": kept_up,
+        "p99": _pct(lat, 0.99) / 1000 if lat else None,
+        "batch_p50": _pct(durations, 0.5) if durations else None,
+        "empty": empty_durations,
+    }
 
 
-def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> None:
+def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], tmp: Path, python: str) -> float | None:
+    """Quix Streams over the same input: its records/s (None if it failed)."""
     import subprocess
 
     src = topics.physical(topics.ACTIVITY, prefix)
@@ -608,7 +619,7 @@ def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], t
     )
     if done.returncode != 0:
         print(f"Quix Streams: failed: {done.stderr[-2000:]}")
-        return
+        return None
     secs = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
     ids = set()
     for _, value, _ in read_all(bootstrap, [out]):
@@ -624,6 +635,108 @@ def quix(bootstrap: str, prefix: str, config: Config, n: int, q_ids: set[str], t
         else f"Quix OUTPUTS DIFFER: {len(q_ids - ids)} only in qmon, {len(ids - q_ids)} only in Quix "
         "(the structure step sees records in repartition order, not in ts order)"
     )
+    return n / secs
+
+
+def throughput(
+    spark: Any, bootstrap: str, tmp: Path, records: int, args: argparse.Namespace, quix_python: str | None = None
+) -> dict[str, Any]:
+    """One throughput run: the workload of ``records`` through qmon, the baseline and (with ``quix_python``)
+    Quix Streams; prints them and returns their figures."""
+    prefix = f"bench{uuid.uuid4().hex[:6]}"
+    config = config_for(prefix)
+    ensure_topics(bootstrap, 2, prefix=prefix)
+    rows = workload(records, args.queues)
+    secs = produce(bootstrap, topics.physical(topics.ACTIVITY, prefix), rows)
+    print(
+        f"workload: {records} records, {args.queues} queues, 2 structures, 70/30 put/get; "
+        f"produced in {secs:.1f} s ({records / secs:,.0f}/s)"
+    )
+    with PeakMemory() as mem:
+        q_secs, q_ids, q_out, breakdown = run_qmon(spark, bootstrap, prefix, config, tmp)
+    print(
+        f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {records / q_secs:,.0f} records/s, "
+        f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
+        f"Python workers {mem.py / 2**20:,.0f} MiB"
+    )
+    print(f"  {breakdown}")
+    figures: dict[str, Any] = {"records": records, "qmon": records / q_secs, "jvm": mem.jvm, "py": mem.py}
+    if not args.no_baseline:
+        b_secs, b_ids = baseline(bootstrap, prefix, config, records)
+        print(
+            f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
+            f"{records / b_secs:,.0f} records/s, {len(b_ids)} output records"
+        )
+        print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
+        figures.update(baseline=records / b_secs, match=q_ids == b_ids)
+        print(
+            "outputs match (same event_ids)"
+            if q_ids == b_ids
+            else f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline"
+        )
+    if quix_python:
+        figures["quix"] = quix(bootstrap, prefix, config, records, q_ids, tmp, quix_python)
+    else:
+        print("Quix Streams: skipped (give --quix-python PATH, a virtualenv with quixstreams; see quix_app.py)")
+    return figures
+
+
+def targets(spark: Any, bootstrap: str, tmp: Path, args: argparse.Namespace) -> int:
+    """Issue 17's targets in one run, side by side: 300,000 records first (a cold JVM, as a run of its own
+    starts), then 1,000,000 (with Quix Streams if ``--quix-python``), then 5,000 and 20,000 records/s for
+    ``--seconds`` each; then a table of each target, its figure and whether it was met."""
+    t300 = throughput(spark, bootstrap, tmp, 300_000, args)
+    t1m = throughput(spark, bootstrap, tmp, 1_000_000, args, quix_python=args.quix_python)
+    lat = [
+        latency(
+            spark, bootstrap, rate, args.seconds, args.queues, tmp, warmup=args.warmup, progress_json=args.progress_json
+        )
+        for rate in (5_000, 20_000)
+    ]
+
+    def ratio(fig: dict[str, Any], other: str) -> float | None:
+        return fig["qmon"] / fig[other] if fig.get(other) else None
+
+    rows: list[tuple[str, str, bool | None]] = []
+    for label, fig, other, floor in (
+        ("1,000,000 records: qmon >= 1.0 x the baseline", t1m, "baseline", 1.0),
+        ("1,000,000 records: qmon >= 3 x Quix Streams", t1m, "quix", 3.0),
+        ("300,000 records: qmon >= 0.8 x the baseline", t300, "baseline", 0.8),
+    ):
+        r = ratio(fig, other)
+        rows.append((label, f"{r:.2f} x" if r is not None else f"no {other} run", None if r is None else r >= floor))
+    for fig, limit in zip(lat, (2.0, 5.0), strict=True):
+        p99 = fig["p99"]
+        kept = "kept up" if fig["kept_up"] else "FELL BEHIND"
+        rows.append(
+            (
+                f"{fig['rate']:,}/s for {args.seconds} s: kept up, p99 < {limit:.0f} s",
+                f"{kept}, p99 {p99:.2f} s" if p99 is not None else f"{kept}, no events",
+                bool(fig["kept_up"] and p99 is not None and p99 < limit),
+            )
+        )
+    empty = sorted(x for fig in lat for x in fig["empty"])
+    rows.append(
+        (
+            "an empty (timers-only) batch <= 0.3 s",
+            f"p50 {_pct(empty, 0.5):.2f} s of {len(empty)}" if empty else "none ran",
+            _pct(empty, 0.5) <= 0.3 if empty else None,
+        )
+    )
+    rows.append(
+        (
+            "peak memory at 1,000,000 records (README's table)",
+            f"driver JVM {t1m['jvm'] / 2**20:,.0f} MiB, Python workers {t1m['py'] / 2**20:,.0f} MiB",
+            None,
+        )
+    )
+    match = all(f.get("match", True) for f in (t300, t1m))
+    print(f"\nissue 17's targets, this run (qmon's outputs {'match' if match else 'DIFFER FROM'} the baseline's):")
+    width = max(len(name) for name, _, _ in rows)
+    for name, text, ok in rows:
+        verdict = "-" if ok is None else "met" if ok else "NOT met"
+        print(f"  {name:<{width}}  {text:<46} {verdict}")
+    return 0
 
 
 def main() -> int:
@@ -632,6 +745,12 @@ def main() -> int:
     ap.add_argument("--queues", type=int, default=10_000)
     ap.add_argument("--bootstrap", help="an existing cluster (default: start the local broker)")
     ap.add_argument("--latency", action="store_true")
+    ap.add_argument(
+        "--targets",
+        action="store_true",
+        help="issue 17's targets in one run: 300,000 and 1,000,000 records, 5,000 and 20,000 records/s for "
+        "--seconds each, then a table of each target and whether it was met",
+    )
     ap.add_argument(
         "--rate", type=int, nargs="+", default=[5_000, 20_000], help="one or more rates, run one after another"
     )
@@ -756,39 +875,9 @@ def main() -> int:
         if args.mq_trace:
             mq_trace(spark, bootstrap, args.records, args.queues, args.calls, tmp)
             return 0
-        prefix = f"bench{uuid.uuid4().hex[:6]}"
-        config = config_for(prefix)
-        ensure_topics(bootstrap, 2, prefix=prefix)
-        rows = workload(args.records, args.queues)
-        secs = produce(bootstrap, topics.physical(topics.ACTIVITY, prefix), rows)
-        print(
-            f"workload: {args.records} records, {args.queues} queues, 2 structures, 70/30 put/get; "
-            f"produced in {secs:.1f} s ({args.records / secs:,.0f}/s)"
-        )
-        with PeakMemory() as mem:
-            q_secs, q_ids, q_out, breakdown = run_qmon(spark, bootstrap, prefix, config, tmp)
-        print(
-            f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {args.records / q_secs:,.0f} records/s, "
-            f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
-            f"Python workers {mem.py / 2**20:,.0f} MiB"
-        )
-        print(f"  {breakdown}")
-        if not args.no_baseline:
-            b_secs, b_ids = baseline(bootstrap, prefix, config, args.records)
-            print(
-                f"baseline (one Python process, confluent-kafka + qmon's pure modules): {b_secs:.1f} s, "
-                f"{args.records / b_secs:,.0f} records/s, {len(b_ids)} output records"
-            )
-            print(f"ratio qmon / baseline: {b_secs / q_secs:.2f}")
-            print(
-                "outputs match (same event_ids)"
-                if q_ids == b_ids
-                else f"OUTPUTS DIFFER: {len(q_ids - b_ids)} only in qmon, {len(b_ids - q_ids)} only in the baseline"
-            )
-        if args.quix_python:
-            quix(bootstrap, prefix, config, args.records, q_ids, tmp, args.quix_python)
-        else:
-            print("Quix Streams: skipped (give --quix-python PATH, a virtualenv with quixstreams; see quix_app.py)")
+        if args.targets:
+            return targets(spark, bootstrap, tmp, args)
+        throughput(spark, bootstrap, tmp, args.records, args, quix_python=args.quix_python)
         if args.cluster:
             from qmon.streaming.cluster import LocalSparkCluster
             from qmon.streaming.spark import shutdown

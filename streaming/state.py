@@ -6,9 +6,10 @@ queues it touched, not for every queue of the unit.
 
 A unit's state (``qmon.core.queues.ShardState``, ``qmon.core.structures.StructureState``) is plain data:
 dicts with string keys, lists, strings, bytes, integers, booleans and None, with its version in ``v``.
-MessagePack keeps exactly that and nothing else (no classes, so no code change can make a stored value
-unreadable; a tuple comes back as a list), and the rules migrate an older version when they load it
-(``qmon.core.queues.migrate``, ``qmon.core.structures.migrate``).
+MessagePack keeps exactly that and nothing else (no classes, so renaming or moving code cannot make a
+stored value unreadable; a tuple comes back as a list), and the rules migrate an older version when they
+load it (``qmon.core.queues.migrate``, ``qmon.core.structures.migrate``).  A queue's fields by position
+(``QUEUE_SHAPES``) are the one layout kept here; its shapes are frozen by golden tests.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 #: field names written here once rather than in every queue (a queue with two remembered ids: 260 bytes as a
 #: map, 74 so).
 #: A map of any other keys or order is stored as a map.  An id is never changed nor reused: a stored value
-#: is read back by it (a new field needs a new shape, and ``tests/streaming/test_state.py`` says so).
+#: is read back by it (a new field needs a new shape; ``tests/streaming/test_state.py`` holds the shapes
+#: frozen and golden values of each).  Earlier builds, which read queues as maps only, refuse these values
+#: by the rules' ``STATE_VERSION`` 4.
 QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
     1: (
         "depth",
@@ -91,11 +94,14 @@ def load_queue(stored: Any) -> Any:
     value = msgpack.unpackb(stored, raw=False)
     if isinstance(value, dict):
         return value
-    fields = QUEUE_SHAPES.get(value[0]) if isinstance(value, list) and value else None
+    sid = value[0] if isinstance(value, list) and value else None
+    fields = QUEUE_SHAPES.get(sid) if type(sid) is int else None
     if fields is None or len(value) != len(fields) + 1:
         raise StoredStateError(f"a queue's stored value of no known shape (starts {bytes(stored[:16])!r})")
     queue = dict(zip(fields, value[1:], strict=True))
-    if value[0] == 1 and isinstance(attrs := queue["attrs"], list):
+    if sid == 1 and isinstance(attrs := queue["attrs"], list):
+        if len(attrs) != len(ATTRS_SHAPE):
+            raise StoredStateError(f"a queue's stored attributes of no known shape: {attrs!r}")
         queue["attrs"] = dict(zip(ATTRS_SHAPE, attrs, strict=True))
     return queue
 

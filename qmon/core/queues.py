@@ -68,8 +68,10 @@ logger = logging.getLogger(__name__)
 
 #: the version of a shard's state (``ShardState``); older versions are migrated when loaded (``migrate``).
 #: 1: qmon 0.1.  2: ``svc_timer_start``, ``svc_timer_clock``, ``stall_alert_id`` (were ``timer``, ``timer_clock``,
-#: ``stall``) and the journals' ``*_alert_id`` fields.
-STATE_VERSION = 3
+#: ``stall``) and the journals' ``*_alert_id`` fields.  3: the ``index``.  4: nothing for the rules to migrate:
+#: the operator stores each queue by position (``qmon.streaming.state``), which a build reading version 3
+#: would take for a map; this number makes such a build refuse it.
+STATE_VERSION = 4
 
 REASON_NAMES = {
     "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),

@@ -69,8 +69,10 @@ ELEMENT_BYTES = 512
 MAX_APPROVED = 512
 #: the version of a structure's state (``StructureState``); older versions are migrated when loaded (``migrate``).
 #: 1: no per-queue FIFO.  2: FIFO runs, ``above``, ``clear``.  3: the firing alerts' ids in ``*_alert_id``
-#: (were ``mode``, ``full``, ``near``, ``ovf_full``).
-STATE_VERSION = 3
+#: (were ``mode``, ``full``, ``near``, ``ovf_full``).  4: nothing for the rules to migrate: the operator stores
+#: each queue's share by position (``qmon.streaming.state``), which a build reading version 3 would take for
+#: a map; this number makes such a build refuse it.
+STATE_VERSION = 4
 #: the condition (hold key in ``clear``) -> the state field with the id of its firing alert
 ALERT_ID_OF = {
     "mode": "mode_alert_id",

@@ -426,7 +426,7 @@ def test_old_state_without_the_fifo_loads_and_frees_the_average():
     m2 = StructureMonitor("MSGQ1", m.settings, state)
     get(m2, "1TRAN", None)
     get(m2, "1TRAN", None)
-    assert m2.state["used"] == 0 and m2.state["v"] == 3
+    assert m2.state["used"] == 0 and m2.state["v"] == STATE_VERSION
 
 
 # ---------------------------------------------------------------- the overflow structure has a size

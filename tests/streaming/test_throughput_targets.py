@@ -1,0 +1,69 @@
+"""``benchmarks/throughput.py --targets``: the table of issue 17's targets, from the runs' figures (the runs
+themselves are Spark and Kafka: stubbed here, the figures given)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> Any:
+    spec = importlib.util.spec_from_file_location("throughput_bench", ROOT / "benchmarks" / "throughput.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(sys, "argv", ["throughput.py", "--targets"])
+    return module
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = dict(no_baseline=False, quix_python="py", seconds=60, queues=10_000, warmup=30, progress_json=None)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _runs(module: Any, monkeypatch: pytest.MonkeyPatch, rates: dict[int, float], p99: dict[int, float]) -> None:
+    def throughput(spark, bootstrap, tmp, records, args, quix_python=None):  # noqa: ANN001, ANN202
+        fig = {"records": records, "qmon": rates[records], "jvm": 2**31, "py": 2**30}
+        if not args.no_baseline:
+            fig.update(baseline=30_000.0, match=True)
+        if quix_python:
+            fig["quix"] = 8_000.0
+        return fig
+
+    def latency(spark, bootstrap, rate, seconds, queues, tmp, warmup=30, progress_json=None):  # noqa: ANN001, ANN202
+        return {"rate": rate, "kept_up": True, "p99": p99[rate], "batch_p50": 0.5, "empty": [0.26, 0.28]}
+
+    monkeypatch.setattr(module, "throughput", throughput)
+    monkeypatch.setattr(module, "latency", latency)
+
+
+def test_each_target_is_judged_from_its_run(bench: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    _runs(bench, monkeypatch, {300_000: 15_000.0, 1_000_000: 36_000.0}, {5_000: 1.1, 20_000: 6.0})
+    assert bench.targets(None, "b", None, _args()) == 0
+    table = {line.split("  ")[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    verdict = {name: "NOT met" if line.endswith("NOT met") else line.rsplit(" ", 1)[1] for name, line in table.items()}
+    assert verdict["1,000,000 records (JVM warm): qmon >= 1.0 x the baseline"] == "met"  # 36,000 / 30,000
+    assert verdict["1,000,000 records (JVM warm): qmon >= 3 x Quix Streams"] == "met"  # 4.5 x
+    assert "0.50 x" in table["300,000 records: qmon >= 0.8 x the baseline"]
+    assert verdict["300,000 records: qmon >= 0.8 x the baseline"] == "NOT met"
+    assert verdict["5,000/s for 60 s: kept up, p99 < 2 s"] == "met"
+    assert verdict["20,000/s for 60 s: kept up, p99 < 5 s"] == "NOT met"  # p99 6.0 s
+    assert verdict["an empty (timers-only) batch <= 0.3 s"] == "met"
+
+
+def test_without_the_baseline_nothing_is_said_to_match(
+    bench: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    _runs(bench, monkeypatch, {300_000: 15_000.0, 1_000_000: 36_000.0}, {5_000: 1.1, 20_000: 2.0})
+    bench.targets(None, "b", None, _args(no_baseline=True, quix_python=None))
+    out = capsys.readouterr().out
+    assert "(no baseline run)" in out and "match" not in out
+    assert "no baseline run" in out.split("300,000 records: qmon >= 0.8 x the baseline")[1].splitlines()[0]

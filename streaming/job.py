@@ -15,6 +15,26 @@ from qmon.core.config import Config, duration_ms
 logger = logging.getLogger(__name__)
 
 
+def source_options(config: Config, bootstrap: str) -> dict[str, str]:
+    """The options of the Kafka source of every input topic (``subscribe`` aside)."""
+    opts = spark_options(bootstrap, config.kafka.security)
+    opts.update(
+        {
+            "startingOffsets": config.job.starting_offsets,
+            "includeHeaders": "false",
+            # records of aborted transactions (a DLQ handler killed mid-batch) are never read
+            "kafka.isolation.level": "read_committed",
+            # After each batch Spark's pooled consumer has a fetch in flight past the log end, which the broker
+            # parks for fetch.max.wait.ms; the next batch's seek waits for it. Kafka's 500 ms would be added to
+            # most batches at low rates; at high rates data answers the fetch at once, whatever this says.
+            "kafka.fetch.max.wait.ms": str(duration_ms(config.job.fetch_max_wait)),
+        }
+    )
+    if config.job.max_offsets_per_trigger:
+        opts["maxOffsetsPerTrigger"] = str(config.job.max_offsets_per_trigger)
+    return opts
+
+
 def start_query(
     spark: Any,
     config: Config,
@@ -37,19 +57,10 @@ def start_query(
     fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)
     logger.info("qmon job: checkpoint %s on the %s local file system", checkpoint, fs)
     kafka = spark_options(bootstrap, config.kafka.security)
+    reading = source_options(config, bootstrap)
 
     def source(topic: str) -> Any:
-        reader = (
-            spark.readStream.format("kafka")
-            .options(**kafka)
-            .option("subscribe", topic)
-            .option("startingOffsets", config.job.starting_offsets)
-            .option("includeHeaders", "false")
-            # records of aborted transactions (a DLQ handler killed mid-batch) are never read
-            .option("kafka.isolation.level", "read_committed")
-        )
-        if config.job.max_offsets_per_trigger:
-            reader = reader.option("maxOffsetsPerTrigger", str(config.job.max_offsets_per_trigger))
+        reader = spark.readStream.format("kafka").options(**reading).option("subscribe", topic)
         return reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
 
     # one source per input topic: each is decoded with its own record

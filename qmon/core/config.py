@@ -112,11 +112,22 @@ class JobConfig(_Model):
     watermark_delay: str = "5 seconds"
     max_offsets_per_trigger: int | None = Field(None, ge=1)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
+    fetch_max_wait: str = Field(
+        "10 milliseconds",
+        description="how long the broker may hold the input's fetch past the log end (Kafka's fetch.max.wait.ms)",
+    )
 
     @field_validator("trigger", "watermark_delay")
     @classmethod
     def _duration(cls, v: str) -> str:
         duration_ms(v)
+        return v
+
+    @field_validator("fetch_max_wait")
+    @classmethod
+    def _fetch_wait(cls, v: str) -> str:
+        if not 0 <= duration_ms(v) <= 10_000:
+            raise ValueError(f"{v!r}: fetch_max_wait is from 0 to at most 10 seconds")
         return v
 
 

@@ -37,7 +37,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from qmon.connectors import avro
 from qmon.connectors.broker import LocalKafka
@@ -195,56 +195,104 @@ def read_all(bootstrap: str, topic_names: list[str], ids_only: bool = True) -> l
 # ---------------------------------------------------------------- memory
 
 
-def _rss_tree(root: int) -> tuple[int, int]:
-    """(JVM RSS, Python workers RSS) in bytes among the descendants of ``root``."""
-    children: dict[int, list[int]] = {}
-    info: dict[int, tuple[str, int]] = {}
+class Proc(NamedTuple):
+    """One process of ``/proc``: what the memory figures need."""
+
+    ppid: int
+    name: str
+    cmdline: str
+    rss: int  # bytes
+    hwm: int  # the kernel's high-water mark of rss (VmHWM), bytes
+
+
+class MemoryInUse(NamedTuple):
+    spark_jvm: int  # Spark's JVM (the driver, and the executors in local mode): its high-water mark
+    broker_jvm: int  # the local Kafka broker the benchmark started (another JVM): apart, not qmon's
+    python_workers: int  # PySpark's daemon and workers
+
+
+_SPARK_MAIN = "org.apache.spark.deploy.SparkSubmit"
+
+
+def processes() -> dict[int, Proc]:
+    table: dict[int, Proc] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as fh:
-                parts = fh.read().rsplit(")", 1)[1].split()
-            ppid = int(parts[1])
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
             with open(f"/proc/{d}/status") as fh:
-                status = fh.read()
-            name = status.split("\n", 1)[0].split()[-1]
-            rss = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS")), 0)
+                status = {k: v.strip() for k, _, v in (line.partition(":") for line in fh.read().splitlines())}
+            with open(f"/proc/{d}/cmdline", "rb") as fb:
+                cmdline = fb.read().replace(b"\0", b" ").decode(errors="replace")
         except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(ppid, []).append(int(d))
-        info[int(d)] = (name, rss)
-    jvm = py = 0
+        kib = {k: int(status.get(k, "0 kB").split()[0]) * 1024 for k in ("VmRSS", "VmHWM")}
+        table[int(d)] = Proc(ppid, status.get("Name", ""), cmdline, kib["VmRSS"], kib["VmHWM"])
+    return table
+
+
+def memory_in_use(table: dict[int, Proc], root: int) -> MemoryInUse:
+    """Among the descendants of ``root``: Spark's JVM by its high-water mark (no peak is missed between two
+    samples), any other JVM (the local broker) and the Python processes by their resident size now."""
+    children: dict[int, list[int]] = {}
+    for pid, proc in table.items():
+        children.setdefault(proc.ppid, []).append(pid)
+    spark = broker = py = 0
     stack = list(children.get(root, []))
     while stack:
         pid = stack.pop()
-        name, rss = info.get(pid, ("", 0))
-        if name == "java":
-            jvm += rss
-        elif name.startswith("python"):
-            py += rss
+        proc = table[pid]
+        if proc.name == "java" and _SPARK_MAIN in proc.cmdline:
+            spark += max(proc.rss, proc.hwm)
+        elif proc.name == "java":
+            broker += proc.rss
+        elif proc.name.startswith("python"):
+            py += proc.rss
         stack.extend(children.get(pid, []))
-    return jvm, py
+    return MemoryInUse(spark, broker, py)
+
+
+def _memory(mem: PeakMemory) -> str:
+    return (
+        f"Spark JVM {mem.jvm / 2**20:,.0f} MiB, Python workers {mem.py / 2**20:,.0f} MiB "
+        f"(the local broker's JVM {mem.broker / 2**20:,.0f} MiB, not counted)"
+    )
 
 
 class PeakMemory:
+    """Peak memory while a run lasts: Spark's JVM (its high-water mark, reset when the run starts), the broker's
+    JVM and the Python workers (sampled every 0.5 s)."""
+
     def __init__(self) -> None:
-        self.jvm = self.py = 0
+        self.jvm = self.broker = self.py = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
+    def add(self, use: MemoryInUse) -> None:
+        self.jvm, self.broker = max(self.jvm, use.spark_jvm), max(self.broker, use.broker_jvm)
+        self.py = max(self.py, use.python_workers)
+
     def _run(self) -> None:
         while not self._stop.wait(0.5):
-            jvm, py = _rss_tree(os.getpid())
-            self.jvm, self.py = max(self.jvm, jvm), max(self.py, py)
+            self.add(memory_in_use(processes(), os.getpid()))
 
     def __enter__(self) -> PeakMemory:
+        for pid, proc in processes().items():  # the run's own peak: the JVM may have run others before
+            if proc.name == "java" and _SPARK_MAIN in proc.cmdline:
+                try:
+                    with open(f"/proc/{pid}/clear_refs", "w") as fh:
+                        fh.write("5")  # resets VmHWM to the current RSS (proc(5))
+                except OSError:
+                    pass
         self._t.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join()
+        self.add(memory_in_use(processes(), os.getpid()))
 
 
 # ---------------------------------------------------------------- the hand-written baseline
@@ -422,7 +470,7 @@ def mq_trace(spark: Any, bootstrap: str, n: int, queues: int, calls: int, tmp: P
         results.append(events)
         print(
             f"{how}: {len(rows):,} Kafka records, {secs:.1f} s, {len(recs) / secs:,.0f} puts and gets/s, {outs} output "
-            f"records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, Python workers {mem.py / 2**20:,.0f} MiB"
+            f"records; peak RSS {_memory(mem)}"
         )
         print(f"  {breakdown}")
     print(
@@ -662,11 +710,16 @@ def throughput(
         q_secs, q_ids, q_out, breakdown = run_qmon(spark, bootstrap, prefix, config, tmp)
     print(
         f"qmon (local[2], Kafka -> Spark -> Kafka): {q_secs:.1f} s, {records / q_secs:,.0f} records/s, "
-        f"{q_out} output records; peak RSS driver JVM {mem.jvm / 2**20:,.0f} MiB, "
-        f"Python workers {mem.py / 2**20:,.0f} MiB"
+        f"{q_out} output records; peak RSS {_memory(mem)}"
     )
     print(f"  {breakdown}")
-    figures: dict[str, Any] = {"records": records, "qmon": records / q_secs, "jvm": mem.jvm, "py": mem.py}
+    figures: dict[str, Any] = {
+        "records": records,
+        "qmon": records / q_secs,
+        "jvm": mem.jvm,
+        "py": mem.py,
+        "broker": mem.broker,
+    }
     if not args.no_baseline:
         b_secs, b_ids = baseline(bootstrap, prefix, config, records)
         print(
@@ -744,7 +797,7 @@ def targets(spark: Any, bootstrap: str, tmp: Path, args: argparse.Namespace) -> 
     rows.append(
         (
             "peak memory at 1,000,000 records (README's table)",
-            f"driver JVM {t1m['jvm'] / 2**20:,.0f} MiB, Python workers {t1m['py'] / 2**20:,.0f} MiB",
+            f"Spark JVM {t1m['jvm'] / 2**20:,.0f} MiB, Python workers {t1m['py'] / 2**20:,.0f} MiB",
             None,
         )
     )

@@ -51,7 +51,14 @@ def _runs(
         if rate == module.IDLE_RATE:  # the fixed cost's run: a record now and then, a timers-only batch between
             empty = idle_empty if idle_empty is not None else [0.21] * 100
             return {"rate": rate, "kept_up": True, "p99": None, "batch_p50": 0.26, "batch_records": 1, "empty": empty}
-        return {"rate": rate, "kept_up": True, "p99": p99[rate], "batch_p50": 0.5, "batch_records": 2_000, "empty": [0.31]}
+        return {
+            "rate": rate,
+            "kept_up": True,
+            "p99": p99[rate],
+            "batch_p50": 0.5,
+            "batch_records": 2_000,
+            "empty": [0.31],
+        }
 
     monkeypatch.setattr(module, "throughput", throughput)
     monkeypatch.setattr(module, "latency", latency)

@@ -72,7 +72,7 @@ queues:
         ("mq_trace:\n  enabled: sometimes\n", 2, "mq_trace.enabled", "'sometimes' is not auto, true or false"),
         ("monitor:\n  snapshot_interval: often\n", 2, "monitor.snapshot_interval", "not a duration"),
         ("job:\n  fetch_max_wait: soon\n", 2, "job.fetch_max_wait", "not a duration"),
-        ("job:\n  fetch_max_wait: 11 seconds\n", 2, "job.fetch_max_wait", "at most 10 seconds"),
+        ("job:\n  fetch_max_wait: 11 seconds\n", 2, "job.fetch_max_wait", "is more than 10 seconds"),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):

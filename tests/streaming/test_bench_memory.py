@@ -39,6 +39,8 @@ def test_the_brokers_jvm_is_not_counted_as_sparks(bench: Any) -> None:
     # Spark's JVM: its own high-water mark (the kernel's, between two samples too); the broker apart
     assert use.spark_jvm == 1700 * MiB and use.broker_jvm == 600 * MiB
     assert use.python_workers == (60 + 500 + 450) * MiB  # the benchmark's own interpreter is not a worker
+    # the peak reset when a run starts touches the benchmark's own Spark JVM, never another one on the machine
+    assert bench.spark_jvms(table, root=100) == [300]
 
 
 def test_peak_memory_keeps_each_maximum(bench: Any) -> None:

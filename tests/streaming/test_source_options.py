@@ -24,3 +24,49 @@ def test_source_options_follow_the_configuration():
     opts = source_options(config, "broker:9093")
     assert opts["kafka.fetch.max.wait.ms"] == "0"
     assert opts["maxOffsetsPerTrigger"] == "5000" and opts["startingOffsets"] == "latest"
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Reader:
+    """Spark's ``readStream`` as far as the job's Kafka sources use it: records the options given."""
+
+    def __init__(self, seen: list[dict[str, str]]) -> None:
+        self.seen = seen
+        self.opts: dict[str, str] = {}
+
+    def format(self, name: str) -> _Reader:
+        assert name == "kafka"
+        return self
+
+    def options(self, **opts: str) -> _Reader:
+        self.opts.update(opts)
+        return self
+
+    def option(self, key: str, value: str) -> _Reader:
+        self.opts[key] = value
+        return self
+
+    def load(self) -> None:
+        self.seen.append(self.opts)
+        raise _Stop  # enough: the query is not built
+
+
+def test_the_job_reads_every_input_topic_with_these_options(monkeypatch) -> None:  # noqa: ANN001
+    import types
+
+    import pytest
+
+    from qmon.streaming import job, spark
+
+    seen: list[dict[str, str]] = []
+    conf = types.SimpleNamespace(set=lambda *a: None)
+    fake = type("FakeSpark", (), {"conf": conf, "readStream": property(lambda self: _Reader(seen))})()
+    monkeypatch.setattr(spark, "checkpoint_fs", lambda *a, **k: "nio")
+    config = Config.model_validate({"job": {"fetch_max_wait": "25 ms"}})
+    with pytest.raises(_Stop):
+        job.start_query(fake, config, "127.0.0.1:9092", "/tmp/unused-checkpoint")
+    assert seen and seen[0]["kafka.fetch.max.wait.ms"] == "25"
+    assert {k: v for k, v in seen[0].items() if k != "subscribe"} == source_options(config, "127.0.0.1:9092")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice, repeat
 from typing import Any, Protocol
 
@@ -121,38 +121,56 @@ def by_shard(pdf: pd.DataFrame) -> Iterator[tuple[tuple[str, int], pd.DataFrame]
         yield (qmgr, int(shard)), pdf.take(positions)
 
 
-def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+def _joined(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
     """Arrow batches of one key as one frame, column by column.
 
     ``pd.concat`` of frames checks, for every column that is all null in one frame, every value of it
     (whether it may be reindexed as NA): most of the operator's columns are null for most rows, and for
     a big batch (many Arrow batches of a key) that check took 13% of the operator's Python time.  Columns
     are concatenated as numpy arrays, with numpy's promotion (int64 beside float64, the same column with
-    nulls, gives float64, as ``pd.concat`` does)."""
+    nulls, gives float64, as ``pd.concat`` does).
+
+    Memory: each batch's columns are copied out and the batch dropped as it arrives (PySpark's frames keep
+    same-typed columns in one block, so a column cannot be freed alone), and each column's parts are
+    dropped once joined: the key's rows are held about once, not twice."""
+    parts: dict[str, list[Any]] = {}
+    for f in frames:
+        for name in f.columns:
+            values = f[name].values
+            # (an extension array, not what PySpark hands over today: kept as a Series, joined by pandas)
+            parts.setdefault(name, []).append(values.copy() if isinstance(values, np.ndarray) else f[name].copy())
+        del f
     columns: dict[str, Any] = {}
-    for name in frames[0].columns:
-        parts = [f[name].values for f in frames]
-        if all(isinstance(p, np.ndarray) for p in parts):
-            columns[name] = np.concatenate(parts)
-        else:  # an extension array (not what PySpark hands over today): pandas' own concatenation
-            columns[name] = pd.concat([f[name] for f in frames], ignore_index=True)
+    for name in list(parts):
+        chunks = parts.pop(name)
+        if all(isinstance(c, np.ndarray) for c in chunks):
+            columns[name] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+        else:
+            columns[name] = pd.concat([pd.Series(c) for c in chunks], ignore_index=True)
+        del chunks
     return pd.DataFrame(columns, copy=False)  # (a copy would consolidate the object columns: ~1 µs a row)
 
 
 def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataFrame:
     """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts.  With
     ``shards`` (a queue unit), by (queue manager, shard) first, so that each shard's rows are one slice."""
-    frames = list(rows)
-    pdf = frames[0] if len(frames) == 1 else _joined(frames)
-    del frames
+    pdf = _joined(rows)
     # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
         keys += [pdf["shard"].fillna(-1).values, pd.factorize(pdf["qmgr"], sort=True)[0]]
     order = np.lexsort(keys)
+    del keys
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)
         return pdf
-    return pdf.take(order)
+    # column by column, each unsorted column dropped once its sorted copy exists (``take`` would hold both)
+    columns = {name: pdf[name] for name in pdf.columns}
+    del pdf
+    for name, col in columns.items():
+        columns[name] = (
+            col.values[order] if isinstance(col.values, np.ndarray) else col.take(order).reset_index(drop=True)
+        )
+    return pd.DataFrame(columns, copy=False)
 
 
 def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:

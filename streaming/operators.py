@@ -28,9 +28,10 @@ other regroups every row in Python and makes socket round trips to a state serve
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any, Protocol
 
@@ -121,30 +122,37 @@ def by_shard(pdf: pd.DataFrame) -> Iterator[tuple[tuple[str, int], pd.DataFrame]
         yield (qmgr, int(shard)), pdf.take(positions)
 
 
-def _joined(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Arrow batches of one key as one frame, column by column.
+def _numpy(col: pd.Series) -> bool:
+    """A column held as a plain numpy array (not an extension array: nullable integers, time zones, ...)."""
+    return isinstance(col.dtype, np.dtype)
+
+
+def _joined(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """Arrow batches of one key as one frame, column by column (``first`` and the batches after it).
 
     ``pd.concat`` of frames checks, for every column that is all null in one frame, every value of it
     (whether it may be reindexed as NA): most of the operator's columns are null for most rows, and for
     a big batch (many Arrow batches of a key) that check took 13% of the operator's Python time.  Columns
     are concatenated as numpy arrays, with numpy's promotion (int64 beside float64, the same column with
-    nulls, gives float64, as ``pd.concat`` does).
+    nulls, gives float64, as ``pd.concat`` does); other columns by pandas.
 
     Memory: each batch's columns are copied out and the batch dropped as it arrives (PySpark's frames keep
     same-typed columns in one block, so a column cannot be freed alone), and each column's parts are
     dropped once joined: the key's rows are held about once, not twice."""
     parts: dict[str, list[Any]] = {}
-    for f in frames:
+    f: pd.DataFrame | None = first
+    del first
+    while f is not None:
         for name in f.columns:
-            values = f[name].values
-            # (an extension array, not what PySpark hands over today: kept as a Series, joined by pandas)
-            parts.setdefault(name, []).append(values.copy() if isinstance(values, np.ndarray) else f[name].copy())
-        del f
+            col = f[name]
+            parts.setdefault(name, []).append(col.to_numpy(copy=True) if _numpy(col) else col.copy())
+            del col
+        f = next(rest, None)  # (the batch before is no longer referenced)
     columns: dict[str, Any] = {}
     for name in list(parts):
         chunks = parts.pop(name)
         if all(isinstance(c, np.ndarray) for c in chunks):
-            columns[name] = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+            columns[name] = np.concatenate(chunks)
         else:
             columns[name] = pd.concat([pd.Series(c) for c in chunks], ignore_index=True)
         del chunks
@@ -154,7 +162,12 @@ def _joined(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
 def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataFrame:
     """All of a key's rows in (ts, rank, arrival) order: commands before activity at equal ts.  With
     ``shards`` (a queue unit), by (queue manager, shard) first, so that each shard's rows are one slice."""
-    pdf = _joined(rows)
+    rows = iter(rows)
+    first = next(rows)
+    second = next(rows, None)
+    # one batch (a key's rows of a small batch): used as it is; several: joined column by column
+    pdf = first if second is None else _joined(first, itertools.chain([second], rows))
+    del first, second
     # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
@@ -163,13 +176,14 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
     del keys
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)
         return pdf
-    # column by column, each unsorted column dropped once its sorted copy exists (``take`` would hold both)
-    columns = {name: pdf[name] for name in pdf.columns}
+    # column by column, each unsorted column dropped once its sorted copy exists (``take`` would hold both,
+    # and so does this for a single batch's columns that share a block)
+    columns: dict[str, Any] = {name: pdf[name] for name in pdf.columns}
     del pdf
-    for name, col in columns.items():
-        columns[name] = (
-            col.values[order] if isinstance(col.values, np.ndarray) else col.take(order).reset_index(drop=True)
-        )
+    for name in list(columns):
+        col = columns[name]
+        columns[name] = col.to_numpy()[order] if _numpy(col) else col.take(order).reset_index(drop=True)
+        del col
     return pd.DataFrame(columns, copy=False)
 
 

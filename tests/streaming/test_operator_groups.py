@@ -202,9 +202,13 @@ def test_batches_with_nullable_integer_columns_join_as_pandas_would():
     b = _through_arrow(frame(put(3, "A", 3)))
     for f in (a, b):
         f["depth_after"] = f["depth_after"].astype("Int64")
-    joined = _joined([a, b])
+    joined = _joined(a, iter([b]))
     assert str(joined["depth_after"].dtype) == "Int64"
     pd.testing.assert_frame_equal(joined, pd.concat([a, b], ignore_index=True))
+    # sorted too, the extension column by pandas: batches out of order come back in (ts, ...) order
+    ordered = sorted_input(iter([b, a]))
+    assert str(ordered["depth_after"].dtype) == "Int64" and list(ordered["ts"]) == sorted(ordered["ts"])
+    pd.testing.assert_frame_equal(ordered, pd.concat([a, b], ignore_index=True))
 
 
 def test_puts_and_gets_screened_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):

@@ -24,9 +24,10 @@ def source_options(config: Config, bootstrap: str) -> dict[str, str]:
             "includeHeaders": "false",
             # records of aborted transactions (a DLQ handler killed mid-batch) are never read
             "kafka.isolation.level": "read_committed",
-            # After each batch Spark's pooled consumer has a fetch in flight past the log end, which the broker
-            # parks for fetch.max.wait.ms; the next batch's seek waits for it. Kafka's 500 ms would be added to
-            # most batches at low rates; at high rates data answers the fetch at once, whatever this says.
+            # A task's poll leaves a fetch past the newest records, which the broker holds for fetch.max.wait.ms;
+            # Spark's reader then asks for the partition's offsets on the same connection, answered only after
+            # it. Kafka's 500 ms would be added to most batches at low rates; at high rates a new record answers
+            # the held fetch at once, whatever this says.
             "kafka.fetch.max.wait.ms": str(duration_ms(config.job.fetch_max_wait)),
         }
     )

@@ -127,8 +127,8 @@ def _numpy(col: pd.Series) -> bool:
     return isinstance(col.dtype, np.dtype)
 
 
-def _joined(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> pd.DataFrame:
-    """Arrow batches of one key as one frame, column by column (``first`` and the batches after it).
+def _joined(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """Arrow batches of one key as one frame, column by column.
 
     ``pd.concat`` of frames checks, for every column that is all null in one frame, every value of it
     (whether it may be reindexed as NA): most of the operator's columns are null for most rows, and for
@@ -140,14 +140,12 @@ def _joined(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> pd.DataFrame:
     same-typed columns in one block, so a column cannot be freed alone), and each column's parts are
     dropped once joined: the key's rows are held about once, not twice."""
     parts: dict[str, list[Any]] = {}
-    f: pd.DataFrame | None = first
-    del first
-    while f is not None:
+    for f in frames:
         for name in f.columns:
             col = f[name]
             parts.setdefault(name, []).append(col.to_numpy(copy=True) if _numpy(col) else col.copy())
             del col
-        f = next(rest, None)  # (the batch before is no longer referenced)
+        del f  # (before PySpark builds the next batch)
     columns: dict[str, Any] = {}
     for name in list(parts):
         chunks = parts.pop(name)
@@ -166,8 +164,12 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
     first = next(rows)
     second = next(rows, None)
     # one batch (a key's rows of a small batch): used as it is; several: joined column by column
-    pdf = first if second is None else _joined(first, itertools.chain([second], rows))
-    del first, second
+    if second is None:
+        pdf = first
+    else:
+        batches = itertools.chain((first, second), rows)
+        del first, second
+        pdf = _joined(batches)
     # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)

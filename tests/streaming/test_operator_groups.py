@@ -202,7 +202,7 @@ def test_batches_with_nullable_integer_columns_join_as_pandas_would():
     b = _through_arrow(frame(put(3, "A", 3)))
     for f in (a, b):
         f["depth_after"] = f["depth_after"].astype("Int64")
-    joined = _joined(a, iter([b]))
+    joined = _joined(iter([a, b]))
     assert str(joined["depth_after"].dtype) == "Int64"
     pd.testing.assert_frame_equal(joined, pd.concat([a, b], ignore_index=True))
     # sorted too, the extension column by pandas: batches out of order come back in (ts, ...) order

@@ -7,8 +7,8 @@ from qmon.streaming.job import source_options
 
 
 def test_the_source_reads_committed_records_and_waits_at_most_fetch_max_wait_at_the_log_end():
-    # Spark's pooled consumer pipelines a fetch past the log end after each batch; the broker parks it for
-    # fetch.max.wait.ms, and the next batch's seek waits for it: 500 ms (Kafka's default) a batch at low rates
+    # a task's poll leaves a fetch past the newest records, held by the broker for fetch.max.wait.ms, and
+    # Spark's offset lookup on the same connection waits for it: up to 500 ms (Kafka's default) at low rates
     opts = source_options(Config(), "127.0.0.1:9092")
     assert opts["kafka.fetch.max.wait.ms"] == "10"
     assert opts["kafka.isolation.level"] == "read_committed"

@@ -945,7 +945,9 @@ def main() -> int:
     else:
         broker = LocalKafka(workdir=tmp / "kafka").start()
         bootstrap = broker.bootstrap
+    spark = None
     try:
+        started = time.perf_counter()
         spark = session(
             "local[2]",
             "qmon-bench",
@@ -955,6 +957,7 @@ def main() -> int:
                 **dict(c.split("=", 1) for c in args.conf),
             },
         )
+        print(f"Spark session (its JVM, not in the runs' figures): {time.perf_counter() - started:.1f} s")
         if args.latency:
             for rate in args.rate:
                 latency(
@@ -979,11 +982,16 @@ def main() -> int:
             from qmon.streaming.spark import shutdown
 
             shutdown(spark)
+            spark = None
             with LocalSparkCluster(tmp / "cluster", workers=2):
                 pass
             print("cluster mode: see tests/streaming/test_cluster.py (output equality on a small input)")
         return 0
     finally:
+        if spark is not None:  # (the JVM's exit: a class data sharing archive it made is kept)
+            from qmon.streaming.spark import shutdown
+
+            shutdown(spark)
         if broker is not None:
             broker.stop()
         if args.keep_tmp:

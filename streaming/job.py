@@ -52,7 +52,9 @@ def start_query(
     from qmon.streaming.pipeline import build
     from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import placement
+    from qmon.streaming.worker import start_workers
 
+    start_workers(spark)  # (in the background, while the query is built and planned)
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)
@@ -283,12 +285,23 @@ def run(
         prefix=config.kafka.topic_prefix,
         mq_trace=config.mq_trace.enabled is True,
     )
+    own = spark is None  # (a session run starts, run stops: its JVM exits before run returns)
     spark = spark or session(
         config.job.master,
         "qmon",
         shuffle_partitions=config.job.shuffle_partitions,
         checkpoint_fs=config.job.checkpoint_fs,
     )
+    try:
+        return _run(spark, config, bootstrap, checkpoint, available_now=available_now, max_restarts=max_restarts)
+    finally:
+        if own:
+            from qmon.streaming.spark import shutdown
+
+            shutdown(spark)
+
+
+def _run(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, available_now: bool, max_restarts: int) -> int:
     failures = 0
     while True:
         query = start_query(spark, config, bootstrap, checkpoint, available_now=available_now)

@@ -175,6 +175,7 @@ def session(
         given = options.get("spark.jars", defaults.get("spark.jars"))
         options["spark.jars"] = ",".join(j for j in (given, jar) if j)
     options = with_jit_options(options, defaults)
+    archive = _class_data_sharing(options)
     launched = _launch_jvm(options)
     builder = SparkSession.builder
     for k, v in options.items():
@@ -191,7 +192,32 @@ def session(
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
+    if launched and archive is not None and archive.making:  # (kept by ``shutdown`` once the JVM has exited)
+        global _making
+        jvm: Any = spark._jvm
+        archive.class_path = str(jvm.System.getProperty("java.class.path"))
+        _making = archive
     return spark
+
+
+#: The class data sharing archive the running JVM writes when it exits (``qmon.streaming.cds``), if any.
+_making: Any = None
+
+
+def _class_data_sharing(options: dict[str, Any]) -> Any:
+    """The archive for the JVM qmon is about to start (its options added to the driver's Java options), or
+    None: a JVM runs already, or ``qmon.streaming.cds.plan`` says none."""
+    from pyspark import SparkContext
+
+    from qmon.streaming import cds
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    key = "spark.driver.extraJavaOptions"
+    archive = cds.plan(str(options.get(key, "")))
+    if archive is not None:
+        options[key] = f"{options.get(key, '')} {archive.java_options()}".strip()
+    return archive
 
 
 #: What PySpark's driver-side Python workers print on every start (``print`` to their stdout, which Spark
@@ -261,7 +287,7 @@ def _forward(stream: IO[bytes]) -> None:
             sys.stderr.write(line.decode(errors="replace"))
 
 
-def shutdown(spark: Any, timeout: float = 30.0) -> None:
+def shutdown(spark: Any, timeout: float = 60.0) -> None:
     """Stop the session and wait for Spark's JVM to exit, so nothing is left running."""
     from pyspark import SparkContext
 
@@ -274,14 +300,21 @@ def shutdown(spark: Any, timeout: float = 30.0) -> None:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - already gone
         pass
+    exit_code = None
     if proc is not None:
         try:
             proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
-            proc.wait(timeout=timeout)
+            exit_code = proc.wait(timeout=timeout)
         except Exception:  # noqa: BLE001
             proc.kill()
     SparkContext._gateway = None
     SparkContext._jvm = None
+    global _making
+    if _making is not None:
+        from qmon.streaming import cds
+
+        archive, _making = _making, None
+        cds.finish(archive, exit_code)
 
 
 #: Without Hadoop's native library (PySpark ships none), Hadoop's local file system sets the permissions of

@@ -61,11 +61,11 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from qmon.streaming.spark import session
+    from qmon.streaming.spark import session, shutdown
 
     s = session("local[2]", "qmon-tests", shuffle_partitions=2)
     yield s
-    s.stop()
+    shutdown(s)  # (the JVM's exit: a class data sharing archive it made is kept, qmon.streaming.cds)
 
 
 @pytest.fixture

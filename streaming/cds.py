@@ -1,0 +1,219 @@
+"""Spark's JVM started from an archive of the classes it loaded before (Java's class data sharing, AppCDS).
+
+A new Spark JVM loads and verifies some 20,000 classes (Spark's SQL engine, Hadoop, Kafka's client, Janino)
+before qmon's first micro-batch; on this 2-core machine that was most of the ~6 s the session took to
+start and ~1 s of the query's start.  Java can save the classes a JVM loaded in an archive when it exits
+(``-XX:ArchiveClassesAtExit``, JDK 13 and later) and map that archive into the next JVM
+(``-XX:SharedArchiveFile``), already parsed and verified (README, *class data sharing*).
+
+How qmon uses it (``QMON_CLASS_DATA_SHARING=off`` turns it off):
+
+* The archive is kept in qmon's cache (``$QMON_CACHE``, else ``~/.cache/qmon``), under ``cds/``, named by a
+  key of the Java binary (path, size, time) and of PySpark's install (version, directory, jars): another
+  JDK, PySpark or virtualenv makes another archive (~150 MB).  One no JVM has used for ``UNUSED_DAYS``
+  is removed.
+* No archive yet: the JVM writes one when it exits, to a file of its own (``….<pid>.part``).  It becomes
+  the archive only if ``shutdown`` saw the JVM exit cleanly and a JVM started from it with
+  ``-Xshare:on`` (which refuses an archive it cannot map, where the default, ``-Xshare:auto``, would
+  crash on a truncated one) prints its version.  A part whose writer is gone is removed.
+* An archive: checked the same way (~0.1 s) at every start, and used.  A JDK or class path that differs
+  from the archive's makes the JVM run without it, as it would have anyway.
+* Java options that already choose (``-Xshare``, ``SharedArchiveFile``, ``ArchiveClassesAtExit``) are
+  left alone.  The JVM's own CDS messages are silenced (``-Xlog:cds=off``): making an archive lists
+  every class it leaves out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ENV = "QMON_CLASS_DATA_SHARING"
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+CHOSEN = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
+
+
+@dataclass
+class Archive:
+    """The archive a JVM uses (``making`` False) or writes when it exits (``making`` True, to ``part``)."""
+
+    path: Path
+    part: Path | None = None
+    class_path: str | None = None  # (the JVM's, read once it runs: checked against when promoting)
+
+    @property
+    def making(self) -> bool:
+        return self.part is not None
+
+    def java_options(self) -> str:
+        flag = f"-XX:ArchiveClassesAtExit={self.part}" if self.part else f"-XX:SharedArchiveFile={self.path}"
+        return " ".join(_quoted(o) for o in (flag, *QUIET))
+
+
+def _quoted(option: str) -> str:
+    return f'"{option}"' if any(c.isspace() for c in option) else option
+
+
+def java_binary() -> str | None:
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the first on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return os.path.realpath(java) if java and os.path.exists(java) else None
+
+
+def key(java: str) -> str:
+    """What an archive is good for: this Java binary, and this PySpark's install and jars (the JVM's class
+    path: another virtualenv is another key, and Spark's launcher settings that change the class path)."""
+    import pyspark
+
+    st = os.stat(java)
+    home = Path(pyspark.__file__).resolve().parent
+    names = sorted(os.listdir(home / "jars")) if (home / "jars").is_dir() else []
+    env = [os.environ.get(v) for v in ("SPARK_HOME", "SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH")]
+    material = json.dumps([java, st.st_size, st.st_mtime_ns, pyspark.__version__, str(home), names, env])
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def usable(java: str, archive: Path, class_path: str, timeout: float = 60.0) -> bool:
+    """Whether a JVM maps ``archive`` with ``class_path`` (``-Xshare:on`` fails rather than run without it).
+    A JVM that crashes on it leaves no crash report or core file behind (in the archive's folder, not the
+    user's working directory, were it to)."""
+    check = [java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", *QUIET, "-XX:-CreateCoredumpOnCrash"]
+    check += ["-XX:ErrorFile=/dev/null", "-cp", class_path, "-version"]
+    try:
+        done = subprocess.run(
+            check,
+            cwd=archive.parent if archive.parent.is_dir() else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def plan(java_options: str = "", cache: Path | None = None, java: str | None = None) -> Archive | None:
+    """The archive for the JVM about to start, or None (turned off, chosen in ``java_options``, no Java)."""
+    if os.environ.get(ENV, "").strip().lower() in {"0", "off", "false", "no"}:
+        return None
+    if any(c in java_options for c in CHOSEN):
+        return None
+    java = java or java_binary()
+    if java is None:
+        return None
+    if cache is None:
+        from qmon.connectors.broker import cache_dir
+
+        cache = cache_dir()
+    folder = cache / "cds"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        k = key(java)
+        path = folder / f"spark-{k}.jsa"
+        meta = _meta(path)
+        if meta is not None and path.is_file() and path.stat().st_size == meta.get("size"):
+            if usable(java, path, str(meta.get("class_path", ""))):
+                with contextlib.suppress(OSError):
+                    os.utime(path.with_suffix(".json"))  # (used: kept by ``_tidy``)
+                return Archive(path)
+            logger.warning("class data sharing: %s cannot be used (a JVM refused it): made again", path)
+        _remove(path, path.with_suffix(".json"))
+        _tidy(folder, keep=k)
+        return Archive(path, part=folder / f"spark-{k}.{os.getpid()}.part")
+    except OSError as exc:
+        logger.info("class data sharing: not used (%s)", exc)
+        return None
+
+
+def _meta(path: Path) -> dict | None:
+    try:
+        doc = json.loads(path.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _remove(*paths: Path) -> None:
+    for p in paths:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+#: An archive no JVM has used for this long is removed (~150 MB each; one per Java, PySpark and install).
+UNUSED_DAYS = 14
+
+
+def _tidy(folder: Path, keep: str, now: float | None = None) -> None:
+    """Remove the parts of writers that are gone, and other keys' archives unused for ``UNUSED_DAYS``."""
+    import time
+
+    now = time.time() if now is None else now
+    for p in folder.iterdir():
+        name = p.name
+        if not name.startswith("spark-"):
+            continue
+        if name.endswith((".part", ".part.json")):
+            pid = name.split(".")[1]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue  # (another qmon's JVM is making one now)
+            _remove(p)
+        elif name.startswith(f"spark-{keep}."):
+            continue
+        elif name.endswith(".jsa") and not p.with_suffix(".json").exists():
+            _remove(p)  # (an archive whose record was never written)
+        elif name.endswith(".json"):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > UNUSED_DAYS * 86400:
+                    _remove(p.with_suffix(".jsa"), p)
+
+
+def finish(archive: Archive, exit_code: int | None, java: str | None = None) -> bool:
+    """After the JVM that was making ``archive`` exited: keep its part as the archive if the JVM exited
+    cleanly and a JVM maps it; else remove it.  Returns whether the archive is now there."""
+    part = archive.part
+    if part is None:
+        return False
+    java = java or java_binary()
+    ok = (
+        exit_code == 0
+        and archive.class_path is not None
+        and java is not None
+        and part.is_file()
+        and usable(java, part, archive.class_path)
+    )
+    if not ok:
+        _remove(part)
+        return False
+    try:
+        os.replace(part, archive.path)
+        meta = {"size": archive.path.stat().st_size, "class_path": archive.class_path}
+        tmp = archive.path.parent / f"{archive.path.stem}.{os.getpid()}.part.json"
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, archive.path.with_suffix(".json"))
+    except OSError as exc:
+        logger.info("class data sharing: could not keep %s (%s)", archive.path, exc)
+        _remove(part, archive.path)
+        return False
+    logger.info("class data sharing: the next Spark JVM starts from %s", archive.path)
+    return True

@@ -956,6 +956,7 @@ def main() -> int:
                 "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
                 **dict(c.split("=", 1) for c in args.conf),
             },
+            make_class_archive=True,  # (stopped with shutdown, below)
         )
         print(f"Spark session (its JVM, not in the runs' figures): {time.perf_counter() - started:.1f} s")
         if args.latency:

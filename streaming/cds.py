@@ -12,15 +12,20 @@ How qmon uses it (``QMON_CLASS_DATA_SHARING=off`` turns it off):
   key of the Java binary (path, size, time) and of PySpark's install (version, directory, jars): another
   JDK, PySpark or virtualenv makes another archive (~150 MB).  One no JVM has used for ``UNUSED_DAYS``
   is removed.
-* No archive yet: the JVM writes one when it exits, to a file of its own (``….<pid>.part``).  It becomes
-  the archive only if ``shutdown`` saw the JVM exit cleanly and a JVM started from it with
-  ``-Xshare:on`` (which refuses an archive it cannot map, where the default, ``-Xshare:auto``, would
-  crash on a truncated one) prints its version.  A part whose writer is gone is removed.
+* No archive yet, and a caller that stops its session with ``shutdown`` (``make=True``: ``qmon run``,
+  ``qmon demo``, the tests, the benchmark): the JVM writes one when it exits, to a file of its own
+  (``….<pid>-<random>.part``).  It becomes the archive only if ``shutdown`` saw the JVM exit cleanly and a
+  JVM started from it with ``-Xshare:on`` (which refuses an archive it cannot map, where the default,
+  ``-Xshare:auto``, crashed on a truncated one) prints its version.  If not, a ``.failed`` file says why,
+  and no JVM tries again for ``RETRY_DAYS``.  A part whose writer is gone is removed.
 * An archive: checked the same way (~0.1 s) at every start, and used.  A JDK or class path that differs
   from the archive's makes the JVM run without it, as it would have anyway.
-* Java options that already choose (``-Xshare``, ``SharedArchiveFile``, ``ArchiveClassesAtExit``) are
-  left alone.  The JVM's own CDS messages are silenced (``-Xlog:cds=off``): making an archive lists
-  every class it leaves out.
+* Java options that already choose (``-Xshare``, ``SharedArchiveFile``, ``ArchiveClassesAtExit``, in the
+  driver's options or ``JAVA_TOOL_OPTIONS``, ``JDK_JAVA_OPTIONS``, ``SPARK_SUBMIT_OPTS``) are left alone,
+  as is a cache path the launcher's option parser would need quoting for.  The JVM's own CDS messages
+  are silenced (``-Xlog:cds*=off``): making an archive lists every class it leaves out.
+* The cache's ``cds/.lock`` (``flock``) keeps two qmon processes from checking, removing or keeping an
+  archive at the same time.
 """
 
 from __future__ import annotations
@@ -32,14 +37,22 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 ENV = "QMON_CLASS_DATA_SHARING"
-QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+QUIET = ("-Xlog:cds*=off",)
 CHOSEN = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
+#: Where else the JVM Spark's launcher starts takes Java options from.
+OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS")
+#: An archive no JVM has used for this long is removed (~150-200 MB each; one per Java, PySpark and install).
+UNUSED_DAYS = 14
+#: After an archive could not be made (a JVM that did not exit cleanly, or refused what it wrote): no new
+#: try for this long, so a failure that repeats does not cost every run the ~10 s of writing one.
+RETRY_DAYS = 7
 
 
 @dataclass
@@ -48,7 +61,8 @@ class Archive:
 
     path: Path
     part: Path | None = None
-    class_path: str | None = None  # (the JVM's, read once it runs: checked against when promoting)
+    class_path: str | None = None  # (the JVM's, read once it runs: checked against when keeping it)
+    heap: str | None = None  # (the JVM's -Xmx: a heap of 32 GB or more changes how it maps an archive)
 
     @property
     def making(self) -> bool:
@@ -56,11 +70,13 @@ class Archive:
 
     def java_options(self) -> str:
         flag = f"-XX:ArchiveClassesAtExit={self.part}" if self.part else f"-XX:SharedArchiveFile={self.path}"
-        return " ".join(_quoted(o) for o in (flag, *QUIET))
+        return " ".join((flag, *QUIET))
 
 
-def _quoted(option: str) -> str:
-    return f'"{option}"' if any(c.isspace() for c in option) else option
+def _plain(path: Path) -> bool:
+    """Whether ``path`` goes into Spark's Java options as it is (its launcher splits them on white space and
+    reads quotes and backslashes)."""
+    return not any(c.isspace() or c in "'\"\\" for c in str(path))
 
 
 def java_binary() -> str | None:
@@ -83,11 +99,12 @@ def key(java: str) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def usable(java: str, archive: Path, class_path: str, timeout: float = 60.0) -> bool:
+def usable(java: str, archive: Path, class_path: str, heap: str | None = None, timeout: float = 60.0) -> bool:
     """Whether a JVM maps ``archive`` with ``class_path`` (``-Xshare:on`` fails rather than run without it).
     A JVM that crashes on it leaves no crash report or core file behind (in the archive's folder, not the
     user's working directory, were it to)."""
     check = [java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", *QUIET, "-XX:-CreateCoredumpOnCrash"]
+    check += [f"-Xmx{heap}"] if heap else []
     check += ["-XX:ErrorFile=/dev/null", "-cp", class_path, "-version"]
     try:
         done = subprocess.run(
@@ -113,37 +130,82 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def plan(java_options: str = "", cache: Path | None = None, java: str | None = None) -> Archive | None:
-    """The archive for the JVM about to start, or None (turned off, chosen in ``java_options``, no Java)."""
-    if os.environ.get(ENV, "").strip().lower() in {"0", "off", "false", "no"}:
-        return None
-    if any(c in java_options for c in CHOSEN):
-        return None
-    java = java or java_binary()
-    if java is None:
-        return None
-    if cache is None:
-        from qmon.connectors.broker import cache_dir
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """The cache's lock (another qmon process checks, removes or keeps an archive after this one)."""
+    import fcntl
 
-        cache = cache_dir()
-    folder = cache / "cds"
+    with open(folder / ".lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def chosen_already(java_options: str) -> bool:
+    """Whether the JVM's Java options (these, or the environment's) already say how it shares classes."""
+    given = " ".join([java_options, *(os.environ.get(v, "") for v in OPTION_VARIABLES)])
+    return any(c in given for c in CHOSEN)
+
+
+def plan(
+    java_options: str = "",
+    cache: Path | None = None,
+    java: str | None = None,
+    *,
+    make: bool = True,
+    heap: str | None = None,
+) -> Archive | None:
+    """The archive for the JVM about to start, or None: turned off, chosen already, no Java, a cache it
+    cannot use, or none made yet and ``make`` False (a caller that will not ``shutdown`` its session).
+    Never raises."""
+    if os.environ.get(ENV, "").strip().lower() in {"0", "off", "false", "no"} or chosen_already(java_options):
+        return None
     try:
+        java = java or java_binary()
+        if java is None:
+            return None
+        if cache is None:
+            from qmon.connectors.broker import cache_dir
+
+            cache = cache_dir()
+        folder = (cache / "cds").resolve()
+        if not _plain(folder):
+            logger.info("class data sharing: not used (%s would need quoting in Spark's Java options)", folder)
+            return None
         folder.mkdir(parents=True, exist_ok=True)
         k = key(java)
         path = folder / f"spark-{k}.jsa"
-        meta = _meta(path)
-        if meta is not None and path.is_file() and path.stat().st_size == meta.get("size"):
-            if usable(java, path, str(meta.get("class_path", ""))):
-                with contextlib.suppress(OSError):
+        with _locked(folder):
+            meta = _meta(path)
+            if meta is not None and path.is_file() and path.stat().st_size == meta.get("size"):
+                if usable(java, path, str(meta.get("class_path", "")), heap):
                     os.utime(path.with_suffix(".json"))  # (used: kept by ``_tidy``)
-                return Archive(path)
-            logger.warning("class data sharing: %s cannot be used (a JVM refused it): made again", path)
-        _remove(path, path.with_suffix(".json"))
-        _tidy(folder, keep=k)
-        return Archive(path, part=folder / f"spark-{k}.{os.getpid()}.part")
-    except OSError as exc:
-        logger.info("class data sharing: not used (%s)", exc)
+                    _tidy(folder, keep=k)
+                    return Archive(path)
+                logger.warning("class data sharing: %s cannot be used (a JVM refused it): removed", path)
+            _remove(path, path.with_suffix(".json"))
+            _tidy(folder, keep=k)
+            if not make or _failed_lately(path):
+                return None
+            part = folder / f"spark-{k}.{os.getpid()}-{os.urandom(4).hex()}.part"
+            part.touch()  # (a folder the JVM could not write in fails here, not when it exits)
+            part.unlink()
+            return Archive(path, part=part, heap=heap)
+    except Exception as exc:  # noqa: BLE001 - an optimisation: the JVM starts without it
+        logger.info("class data sharing: not used (%s: %s)", type(exc).__name__, exc)
         return None
+
+
+def _failed_lately(path: Path) -> bool:
+    import time
+
+    failed = path.with_suffix(".failed")
+    try:
+        return time.time() - failed.stat().st_mtime < RETRY_DAYS * 86400
+    except OSError:
+        return False
 
 
 def _meta(path: Path) -> dict | None:
@@ -160,10 +222,6 @@ def _remove(*paths: Path) -> None:
             p.unlink()
 
 
-#: An archive no JVM has used for this long is removed (~150 MB each; one per Java, PySpark and install).
-UNUSED_DAYS = 14
-
-
 def _tidy(folder: Path, keep: str, now: float | None = None) -> None:
     """Remove the parts of writers that are gone, and other keys' archives unused for ``UNUSED_DAYS``."""
     import time
@@ -174,7 +232,7 @@ def _tidy(folder: Path, keep: str, now: float | None = None) -> None:
         if not name.startswith("spark-"):
             continue
         if name.endswith((".part", ".part.json")):
-            pid = name.split(".")[1]
+            pid = name.split(".")[1].split("-")[0]
             if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
                 continue  # (another qmon's JVM is making one now)
             _remove(p)
@@ -182,38 +240,53 @@ def _tidy(folder: Path, keep: str, now: float | None = None) -> None:
             continue
         elif name.endswith(".jsa") and not p.with_suffix(".json").exists():
             _remove(p)  # (an archive whose record was never written)
-        elif name.endswith(".json"):
+        elif name.endswith((".json", ".failed")):
             with contextlib.suppress(OSError):
                 if now - p.stat().st_mtime > UNUSED_DAYS * 86400:
                     _remove(p.with_suffix(".jsa"), p)
 
 
 def finish(archive: Archive, exit_code: int | None, java: str | None = None) -> bool:
-    """After the JVM that was making ``archive`` exited: keep its part as the archive if the JVM exited
-    cleanly and a JVM maps it; else remove it.  Returns whether the archive is now there."""
+    """After the JVM that was making ``archive`` exited with ``exit_code``: keep its part as the archive if
+    the JVM exited cleanly and a JVM maps it; else remove it and write why in ``.failed``.  ``exit_code``
+    None (the JVM was not seen to exit) removes the part and writes nothing.  Returns whether the archive
+    is now there.  Never raises."""
     part = archive.part
     if part is None:
         return False
-    java = java or java_binary()
-    ok = (
-        exit_code == 0
-        and archive.class_path is not None
-        and java is not None
-        and part.is_file()
-        and usable(java, part, archive.class_path)
-    )
-    if not ok:
+    if exit_code is None:  # (not seen to exit: stopped waiting for it, or killed): no verdict either way
         _remove(part)
         return False
     try:
-        os.replace(part, archive.path)
-        meta = {"size": archive.path.stat().st_size, "class_path": archive.class_path}
-        tmp = archive.path.parent / f"{archive.path.stem}.{os.getpid()}.part.json"
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, archive.path.with_suffix(".json"))
-    except OSError as exc:
-        logger.info("class data sharing: could not keep %s (%s)", archive.path, exc)
-        _remove(part, archive.path)
+        java = java or java_binary()
+        why = (
+            f"Spark's JVM exited with {exit_code}"
+            if exit_code != 0
+            else "no class path"
+            if archive.class_path is None
+            else "no Java"
+            if java is None
+            else "the JVM wrote no archive"
+            if not part.is_file()
+            else "a JVM refused it (-Xshare:on)"
+            if not usable(java, part, archive.class_path, archive.heap)
+            else None
+        )
+        with _locked(part.parent):
+            if why is not None:
+                _remove(part)
+                archive.path.with_suffix(".failed").write_text(why + "\n")
+                logger.info("class data sharing: no archive kept (%s); no new try for %d days", why, RETRY_DAYS)
+                return False
+            meta = {"size": part.stat().st_size, "class_path": archive.class_path}
+            tmp = part.with_name(part.name + ".json")
+            tmp.write_text(json.dumps(meta))
+            os.replace(tmp, archive.path.with_suffix(".json"))
+            os.replace(part, archive.path)
+            _remove(archive.path.with_suffix(".failed"))
+    except Exception as exc:  # noqa: BLE001 - an optimisation: the next JVM starts without it
+        logger.info("class data sharing: could not keep %s (%s: %s)", archive.path, type(exc).__name__, exc)
+        _remove(part)
         return False
     logger.info("class data sharing: the next Spark JVM starts from %s", archive.path)
     return True

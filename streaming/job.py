@@ -291,6 +291,7 @@ def run(
         "qmon",
         shuffle_partitions=config.job.shuffle_partitions,
         checkpoint_fs=config.job.checkpoint_fs,
+        make_class_archive=True,  # (stopped with shutdown, below)
     )
     try:
         return _run(spark, config, bootstrap, checkpoint, available_now=available_now, max_restarts=max_restarts)

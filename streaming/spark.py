@@ -137,9 +137,12 @@ def session(
     shuffle_partitions: int = 4,
     extra: dict[str, Any] | None = None,
     checkpoint_fs: str = "nio",
+    make_class_archive: bool = False,
 ):
     """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
-    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints)."""
+    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints).  Spark's JVM starts from
+    qmon's class data sharing archive if there is one (``qmon.streaming.cds``); ``make_class_archive``, for a
+    caller that stops the session with ``shutdown``, has a JVM without one write one when it exits."""
     # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -175,7 +178,7 @@ def session(
         given = options.get("spark.jars", defaults.get("spark.jars"))
         options["spark.jars"] = ",".join(j for j in (given, jar) if j)
     options = with_jit_options(options, defaults)
-    archive = _class_data_sharing(options)
+    archive = _class_data_sharing(options, make_class_archive)
     launched = _launch_jvm(options)
     builder = SparkSession.builder
     for k, v in options.items():
@@ -204,7 +207,7 @@ def session(
 _making: Any = None
 
 
-def _class_data_sharing(options: dict[str, Any]) -> Any:
+def _class_data_sharing(options: dict[str, Any], make: bool) -> Any:
     """The archive for the JVM qmon is about to start (its options added to the driver's Java options), or
     None: a JVM runs already, or ``qmon.streaming.cds.plan`` says none."""
     from pyspark import SparkContext
@@ -214,7 +217,8 @@ def _class_data_sharing(options: dict[str, Any]) -> Any:
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return None
     key = "spark.driver.extraJavaOptions"
-    archive = cds.plan(str(options.get(key, "")))
+    given = " ".join(str(options.get(k, "")) for k in (key, "spark.driver.defaultJavaOptions"))
+    archive = cds.plan(given, make=make, heap=options.get("spark.driver.memory"))
     if archive is not None:
         options[key] = f"{options.get(key, '')} {archive.java_options()}".strip()
     return archive
@@ -300,21 +304,26 @@ def shutdown(spark: Any, timeout: float = 60.0) -> None:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - already gone
         pass
-    exit_code = None
-    if proc is not None:
-        try:
-            proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
-            exit_code = proc.wait(timeout=timeout)
-        except Exception:  # noqa: BLE001
-            proc.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
     global _making
-    if _making is not None:
-        from qmon.streaming import cds
+    archive, _making = _making, None
+    exit_code = None
+    try:
+        if proc is not None:
+            try:
+                proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
+                exit_code = proc.wait(timeout=timeout)
+            except BaseException:  # (a timeout, a second Ctrl-C while it writes its archive): killed
+                proc.kill()
+                raise
+    except Exception:  # noqa: BLE001 - a JVM that would not exit: killed above
+        pass
+    finally:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        if archive is not None:  # (the class data sharing archive the JVM wrote as it exited)
+            from qmon.streaming import cds
 
-        archive, _making = _making, None
-        cds.finish(archive, exit_code)
+            cds.finish(archive, exit_code)
 
 
 #: Without Hadoop's native library (PySpark ships none), Hadoop's local file system sets the permissions of

@@ -35,6 +35,8 @@ def freeze_imports() -> None:
 
 #: The job description of the warm-up job (Spark's UI and event log show it).
 WARM_UP = "qmon: starting the Python workers"
+#: Seconds after which a warm-up job still running is cancelled (it takes ~3 s on a cold 2-core machine).
+WARM_UP_TIMEOUT = 60.0
 
 
 def warm(batches: Iterator[Any]) -> Iterator[Any]:
@@ -64,20 +66,30 @@ def start_workers(spark: Any, pids: list[int] | None = None) -> threading.Thread
     next task of any kind (``spark.python.worker.reuse``, qmon's default; up to a minute), so the
     operator's tasks find them started.  Returns the thread (None when workers are not reused: nothing
     to gain); ``pids``, if given, receives the workers' process ids.  Never raises: a failed warm-up is
-    logged and the query starts its workers itself."""
+    logged and the query starts its workers itself; one still running after ``WARM_UP_TIMEOUT`` is
+    cancelled."""
     sc = spark.sparkContext
     if sc.getConf().get("spark.python.worker.reuse", "true").lower() == "false":
         return None
 
     def run() -> None:
+        group = f"qmon-warm-up-{threading.get_ident()}"
+        timer = None
         try:
-            sc.setLocalProperty("spark.job.description", WARM_UP)
+            sc.setJobGroup(group, WARM_UP, interruptOnCancel=True)
+            # (a warm-up that hangs must not hold the cores the query's first batch waits for)
+            timer = threading.Timer(WARM_UP_TIMEOUT, sc.cancelJobGroup, [group])
+            timer.daemon = True
+            timer.start()
             tasks = max(1, int(sc.defaultParallelism))
             rows = spark.range(0, tasks, 1, tasks).mapInPandas(warm, "pid long").collect()
             if pids is not None:
                 pids.extend(int(r.pid) for r in rows)
         except Exception as exc:  # noqa: BLE001 - an optimisation: the query starts its own workers
             logger.info("starting the Python workers ahead of the query failed (%s: %s)", type(exc).__name__, exc)
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     thread = threading.Thread(target=run, name="qmon-warm-workers", daemon=True)
     thread.start()

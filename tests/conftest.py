@@ -63,7 +63,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def spark() -> Iterator[Any]:
     from qmon.streaming.spark import session, shutdown
 
-    s = session("local[2]", "qmon-tests", shuffle_partitions=2)
+    s = session("local[2]", "qmon-tests", shuffle_partitions=2, make_class_archive=True)
     yield s
     shutdown(s)  # (the JVM's exit: a class data sharing archive it made is kept, qmon.streaming.cds)
 

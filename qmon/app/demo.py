@@ -172,6 +172,7 @@ def demo(
             "qmon-demo",
             shuffle_partitions=config.job.shuffle_partitions,
             checkpoint_fs=config.job.checkpoint_fs,
+            make_class_archive=True,  # (stopped with shutdown, below)
         )
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))
         t0 = int(time.time() * 1000)

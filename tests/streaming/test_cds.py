@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,12 @@ from pathlib import Path
 import pytest
 
 from qmon.streaming import cds
+
+
+@pytest.fixture(autouse=True)
+def _no_choice_made(monkeypatch) -> None:  # noqa: ANN001 - (the developer's own settings do not count)
+    for name in (cds.ENV, *cds.OPTION_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -33,8 +40,87 @@ def test_off_when_the_user_says_so_or_chose_already(monkeypatch, tmp_path: Path,
     monkeypatch.delenv(cds.ENV)
     for chosen in ("-Xshare:off", "-XX:SharedArchiveFile=/a.jsa", "-XX:ArchiveClassesAtExit=/b.jsa"):
         assert cds.plan(f"-Xmx2g {chosen}", cache=tmp_path, java=java) is None
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xshare:off")
+    assert cds.plan("", cache=tmp_path, java=java) is None, "options from the environment count"
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS")
     monkeypatch.setattr(cds, "java_binary", lambda: None)
     assert cds.plan("", cache=tmp_path) is None
+
+
+def test_a_cache_it_cannot_use_means_no_archive_and_no_error(tmp_path: Path, java: str) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert cds.plan("", cache=a_file, java=java) is None  # (cds/ cannot be made under a file)
+    quoted = tmp_path / "o'neil cache"  # (Spark's launcher would split or unquote it)
+    assert cds.plan("", cache=quoted, java=java) is None
+    assert not quoted.exists()
+
+
+def test_a_relative_cache_is_made_absolute(monkeypatch, tmp_path: Path, java: str) -> None:  # noqa: ANN001
+    monkeypatch.chdir(tmp_path)
+    making = cds.plan("", cache=Path("rel"), java=java)
+    assert making is not None and making.part is not None and making.part.is_absolute()
+    assert making.part.parent == (tmp_path / "rel" / "cds").resolve()
+
+
+def test_only_a_caller_that_shuts_down_makes_one_and_a_failure_is_not_retried_for_days(
+    monkeypatch,  # noqa: ANN001
+    tmp_path: Path,
+    java: str,
+) -> None:
+    assert cds.plan("", cache=tmp_path, java=java, make=False) is None
+    making = cds.plan("", cache=tmp_path, java=java, heap="2g")
+    assert making is not None and making.part is not None and making.heap == "2g"
+    making.class_path = "/cp"
+
+    making.part.write_bytes(b"x")
+    assert not cds.finish(making, exit_code=None, java=java), "not seen to exit: no verdict"
+    assert not making.part.exists() and not making.path.with_suffix(".failed").exists()
+
+    making.part.write_bytes(b"x")
+    assert not cds.finish(making, exit_code=1, java=java)
+    failed = making.path.with_suffix(".failed")
+    assert "exited with 1" in failed.read_text()
+    assert cds.plan("", cache=tmp_path, java=java) is None, "no new try at once"
+    old = time.time() - (cds.RETRY_DAYS + 1) * 86400
+    os.utime(failed, (old, old))
+    again = cds.plan("", cache=tmp_path, java=java)
+    assert again is not None and again.making
+
+    seen: list[str | None] = []
+
+    def usable(java: str, archive: Path, cp: str, heap: str | None = None) -> bool:
+        seen.append(heap)
+        return True
+
+    monkeypatch.setattr(cds, "usable", usable)
+    again.class_path = "/cp"
+    assert again.part is not None
+    again.part.write_bytes(b"x")
+    assert cds.finish(again, exit_code=0, java=java) and not failed.exists()
+    assert seen == [None]  # (plan gave no heap this time)
+
+
+def test_the_session_adds_the_archives_options_to_the_drivers(monkeypatch) -> None:  # noqa: ANN001
+    from pyspark import SparkContext
+
+    from qmon.streaming import spark
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    calls: list[tuple[str, bool, object]] = []
+
+    def plan(given: str, make: bool = True, heap: object = None) -> cds.Archive:
+        calls.append((given, make, heap))
+        return cds.Archive(Path("/c/cds/spark-k.jsa"))
+
+    monkeypatch.setattr(cds, "plan", plan)
+    options = {"spark.driver.extraJavaOptions": "-Xss4m", "spark.driver.memory": "2g"}
+    assert spark._class_data_sharing(options, make=False) is not None
+    assert calls == [("-Xss4m ", False, "2g")]
+    assert options["spark.driver.extraJavaOptions"] == "-Xss4m -XX:SharedArchiveFile=/c/cds/spark-k.jsa -Xlog:cds*=off"
+    monkeypatch.setattr(SparkContext, "_gateway", object())
+    assert spark._class_data_sharing(options, make=True) is None, "a JVM runs already: nothing to choose"
 
 
 def test_the_first_jvm_makes_the_archive_which_is_kept_only_if_it_exited_cleanly_and_maps(
@@ -44,9 +130,9 @@ def test_the_first_jvm_makes_the_archive_which_is_kept_only_if_it_exited_cleanly
 ) -> None:
     making = cds.plan("", cache=tmp_path, java=java)
     assert making is not None and making.making and making.part is not None
-    assert making.part.name.endswith(f".{os.getpid()}.part")
+    assert re.fullmatch(rf"spark-[0-9a-f]{{16}}\.{os.getpid()}-[0-9a-f]{{8}}\.part", making.part.name), making.part
     assert f"-XX:ArchiveClassesAtExit={making.part}" in making.java_options()
-    assert "-Xlog:cds=off" in making.java_options()
+    assert "-Xlog:cds*=off" in making.java_options()
     making.class_path = "/spark/jars/a.jar"
 
     making.part.write_bytes(b"x" * 100)  # (what the JVM writes when it exits)
@@ -101,8 +187,8 @@ def test_tidy_removes_dead_writers_parts_and_long_unused_archives(tmp_path: Path
     folder.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    gone = folder / f"spark-aaaa.{dead.pid}.part"
-    busy = folder / f"spark-aaaa.{os.getppid()}.part"  # (a live process: another qmon making it)
+    gone = folder / f"spark-aaaa.{dead.pid}-0a0b0c0d.part"
+    busy = folder / f"spark-aaaa.{os.getppid()}-0a0b0c0d.part"  # (a live process: another qmon making it)
     old, recent, orphan = folder / "spark-old.jsa", folder / "spark-recent.jsa", folder / "spark-orphan.jsa"
     for p in (gone, busy, old, recent, orphan):
         p.write_bytes(b"x")
@@ -130,7 +216,7 @@ def test_the_next_spark_jvm_maps_the_archive_the_first_one_made(tmp_path: Path) 
     code = (
         "import os, sys\n"
         "from qmon.streaming.spark import session, shutdown\n"
-        "s = session('local[1]', 'qmon-cds-test')\n"
+        "s = session('local[1]', 'qmon-cds-test', make_class_archive=True)\n"
         "pid = s._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getPid()\n"
         "maps = open(f'/proc/{pid}/maps').read()\n"
         "print('mapped:', any('/cds/spark-' in line and line.endswith('.jsa') for line in maps.splitlines()))\n"

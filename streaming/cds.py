@@ -143,6 +143,17 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def wanted() -> bool:
+    """``QMON_CLASS_DATA_SHARING``: off (0, false, no) or on (unset, empty, 1, true, yes); any other value is
+    said in a warning, naming the variable and the values it takes, and means on."""
+    value = os.environ.get(ENV, "").strip().lower()
+    if value in {"0", "off", "false", "no"}:
+        return False
+    if value not in {"", "1", "on", "true", "yes"}:
+        logger.warning("%s=%r is neither on nor off (on, off, 1, 0, true, false, yes, no): on", ENV, value)
+    return True
+
+
 def chosen_already(java_options: str) -> bool:
     """Whether the JVM's Java options (these, or the environment's) already say how it shares classes."""
     given = " ".join([java_options, *(os.environ.get(v, "") for v in OPTION_VARIABLES)])
@@ -160,7 +171,7 @@ def plan(
     """The archive for the JVM about to start, or None: turned off, chosen already, no Java, a cache it
     cannot use, or none made yet and ``make`` False (a caller that will not ``shutdown`` its session).
     Never raises."""
-    if os.environ.get(ENV, "").strip().lower() in {"0", "off", "false", "no"} or chosen_already(java_options):
+    if not wanted() or chosen_already(java_options):
         return None
     try:
         java = java or java_binary()

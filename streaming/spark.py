@@ -311,14 +311,13 @@ def shutdown(spark: Any, timeout: float = 60.0) -> None:
     exit_code = None
     try:
         if proc is not None:
-            try:
-                proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
-                exit_code = proc.wait(timeout=timeout)
-            except BaseException:  # (a timeout, a second Ctrl-C while it writes its archive): killed
-                proc.kill()
-                raise
-    except Exception:  # noqa: BLE001 - a JVM that would not exit: killed above
-        pass
+            proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
+            exit_code = proc.wait(timeout=timeout)
+    except BaseException as exc:  # a JVM that would not exit, or a second Ctrl-C while it writes its archive
+        if proc is not None:
+            proc.kill()
+        if not isinstance(exc, Exception):
+            raise
     finally:
         SparkContext._gateway = None
         SparkContext._jvm = None

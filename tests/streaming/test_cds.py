@@ -47,6 +47,16 @@ def test_off_when_the_user_says_so_or_chose_already(monkeypatch, tmp_path: Path,
     assert cds.plan("", cache=tmp_path) is None
 
 
+def test_a_value_of_the_switch_it_does_not_know_is_said_and_means_on(monkeypatch, caplog) -> None:  # noqa: ANN001
+    for value, on in (("off", False), ("0", False), ("No", False), ("", True), ("on", True), ("1", True)):
+        monkeypatch.setenv(cds.ENV, value)
+        assert cds.wanted() is on, value
+    assert not caplog.records
+    monkeypatch.setenv(cds.ENV, "maybe")
+    assert cds.wanted()
+    assert any(cds.ENV in r.getMessage() and "'maybe'" in r.getMessage() for r in caplog.records)
+
+
 def test_a_cache_it_cannot_use_means_no_archive_and_no_error(tmp_path: Path, java: str) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("")

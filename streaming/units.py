@@ -18,12 +18,14 @@ shards were grouped into units (qmon before 0.4.0) is refused (``CheckpointError
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from qmon.core.placement import place, spread
+from qmon.core.sparkhash import partition
 
 logger = logging.getLogger(__name__)
 
@@ -39,22 +41,6 @@ class Placement:
     structures: dict[str, int]  # structure -> the bucket of its key (S, structure, bucket)
     queue_units: list[int]  # group i of queue-manager shards -> the bucket of its key (Q, "", bucket)
     queue_buckets: int  # shards a queue manager's queues are split into
-
-
-def _partition_table(
-    spark: Any, unit: str, names: list[str], partitions: int, tries: int
-) -> dict[tuple[str, int], int]:
-    """Spark's shuffle partition of key (unit, name, bucket) for every name and bucket < tries."""
-    if not names:
-        return {}
-    # an inline table: Spark folds the projection into a local relation on the driver (no job)
-    values = ", ".join(f"({_sql_string(n)}, {b})" for n in names for b in range(tries))
-    df = spark.sql(f"SELECT n, b, pmod(hash('{unit}', n, b), {int(partitions)}) AS p FROM VALUES {values} AS t(n, b)")
-    return {(r.n, r.b): r.p for r in df.collect()}
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _fs(spark: Any, checkpoint: str, name: str = FILE) -> tuple[Any, Any]:
@@ -106,13 +92,13 @@ def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | 
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}
     tries = 16 * partitions + 64
-    table = _partition_table(spark, Unit.STRUCTURE, sorted(set(names) | set(existing)), partitions, tries)
-    buckets = place(existing, names, partitions, lambda n, b: table.get((n, b), -1), tries=tries)
+    # Spark's shuffle partition of each key, computed as Spark does (``qmon.core.sparkhash``), once a key
+    partition_of = functools.cache(lambda unit, name, bucket: partition((unit, name, bucket), partitions))
+    buckets = place(existing, names, partitions, lambda n, b: partition_of(Unit.STRUCTURE, n, b), tries=tries)
     units = [int(b) for b in doc.get("queue_units") or []]
     if not units:
         count = queue_units or min(partitions, 4096)
-        queue_table = _partition_table(spark, Unit.QUEUES, [""], partitions, tries + count)
-        units = spread(count, partitions, lambda b: queue_table.get(("", b), -1), tries=tries)
+        units = spread(count, partitions, lambda b: partition_of(Unit.QUEUES, "", b), tries=tries)
     elif queue_units is not None and len(units) != queue_units:
         logger.warning(
             "job.queue_units is %d but checkpoint %s was started with %d: kept (the state lives under them)",

@@ -67,3 +67,24 @@ def test_a_checkpoint_from_before_the_groups_is_refused_with_what_to_do(spark, t
         CheckpointError, match=r"ckpt: this checkpoint was written by a qmon before 0\.4\.0.*new checkpoint"
     ):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
+
+
+def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
+    """``qmon.core.sparkhash`` against Spark's own ``hash``: the placement computes Spark's shuffle partitions
+    with it, so a difference would put keys on partitions other than those chosen."""
+    import random
+
+    from qmon.core.sparkhash import partition as py_partition
+    from qmon.core.sparkhash import spark_hash
+
+    rnd = random.Random(17)
+    alphabet = "AZaz09._-/ 'é€\U0001f600"
+    keys = [("S", "", 0), ("Q", "", -1), ("S", "MSGQ1", 2**31 - 1), ("S", "MSGQ1", -(2**31))]
+    for _ in range(300):
+        name = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 13)))
+        keys.append((rnd.choice("SQ"), name, rnd.randrange(-(2**31), 2**31)))
+    rows = spark.createDataFrame(keys, "u string, n string, b int")
+    got = rows.selectExpr("u", "n", "b", "hash(u, n, b) AS h", "pmod(hash(u, n, b), 7) AS p").collect()
+    assert len(got) == len(keys)
+    for r in got:
+        assert (spark_hash((r.u, r.n, r.b)), py_partition((r.u, r.n, r.b), 7)) == (r.h, r.p), (r.u, r.n, r.b)

@@ -828,6 +828,23 @@ def targets(spark: Any, bootstrap: str, tmp: Path, args: argparse.Namespace) -> 
     return 0
 
 
+def java_description() -> str:
+    """The Java Spark's JVM runs (``$JAVA_HOME``, else ``java`` on ``PATH``): its version, from the JDK's
+    ``release`` file, and where it is."""
+    from qmon.streaming.cds import java_binary
+
+    java = java_binary()
+    if java is None:
+        return "not found"
+    home = Path(java).parent.parent
+    version = "?"
+    if (home / "release").is_file():
+        for line in (home / "release").read_text(errors="replace").splitlines():
+            if line.startswith("JAVA_VERSION="):
+                version = line.split("=", 1)[1].strip('"')
+    return f"{version} ({home})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=300_000)
@@ -934,6 +951,7 @@ def main() -> int:
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
         + (f", job.fetch_max_wait {args.fetch_max_wait}" if args.fetch_max_wait else "")
         + "".join(f", {c}" for c in args.conf)
+        + f", Java {java_description()}"
     )
 
     from qmon.streaming.spark import session

@@ -230,11 +230,13 @@ def _class_data_sharing(options: dict[str, Any], make: bool) -> Any:
 WORKER_CHATTER = re.compile(rb"^(Starting )?Streaming \w+ Python worker\b")
 
 #: What every start of Spark's JVM prints that tells a qmon user nothing: Ivy's report of the Kafka and Avro
-#: jars it found in its cache, log4j's default-profile notice, and the well-known native-hadoop warning.
+#: jars it found in its cache, log4j's default-profile notice, the well-known native-hadoop warning, and, on
+#: Java 24 and later, the JVM's note that a package Spark's launcher opens (``--add-opens``) no longer exists.
 #: Ivy's errors (unresolved dependencies), its downloads on a first start, and every other warning or error
 #: still pass.
 STARTUP_NOISE = re.compile(
     rb"^(WARNING: Using incubator modules: jdk\.incubator\.vector"
+    rb"|WARNING: package sun\.security\.action not in java\.base\s*$"
     rb"|:: loading settings :: url = "
     rb"|Ivy Default Cache set to: "
     rb"|The jars for the packages stored in: "

@@ -21,6 +21,8 @@ def test_the_chatter_pattern_matches_what_the_workers_print_and_nothing_of_spark
 def test_spark_s_start_up_noise_is_recognised_and_ivy_s_errors_are_not():
     assert STARTUP_NOISE.match(b"\tfound org.apache.kafka#kafka-clients;3.9.2 in central\n")
     assert STARTUP_NOISE.match(b'Setting default log level to "WARN".\n')
+    assert STARTUP_NOISE.match(b"WARNING: package sun.security.action not in java.base\n")  # (Java 24 and later)
+    assert not STARTUP_NOISE.match(b"WARNING: package sun.nio.ch not in java.base\n")
     assert not STARTUP_NOISE.match(b"\t\t:: org.apache.spark#spark-avro_2.13;9.9.9: not found\n")
     assert not STARTUP_NOISE.match(b":: problems summary ::\n")
     assert not STARTUP_NOISE.match(b'Exception in thread "main" java.lang.RuntimeException: [unresolved dependency]\n')

@@ -1,13 +1,14 @@
 """Spark's shuffle partition of a key, computed in Python: ``pmod(hash(col, …), partitions)``.
 
-Spark places a row of a hash-partitioned shuffle on ``pmod(Murmur3Hash(key columns, seed 42), partitions)``.
-``Murmur3Hash`` hashes the columns in order, each with the previous column's hash as its seed: an int with
-``Murmur3_x86_32.hashInt``, a string (UTF-8, binary collation) with ``Murmur3_x86_32.hashUnsafeBytes``, which
-hashes the bytes four at a time as little-endian ints and then each remaining byte on its own, as a signed
-int (not the reference MurmurHash3's tail; Spark keeps it for compatibility).  The job's units' placement
-(``qmon.streaming.units``) uses it to choose the keys' buckets without asking Spark's SQL engine, whose first
-statement on a new JVM takes ~0.9 s of the query's start; ``tests/streaming/test_units.py`` checks it
-against Spark's own ``hash``.
+Spark places a row of a hash-partitioned shuffle on ``pmod(Murmur3 hash of the key's columns, seed 42,
+partitions)`` (``HashPartitioning``; since Spark 4.1 its ``CollationAwareMurmur3Hash``, which for strings of
+the default, binary collation, as all of qmon's routed columns are, hashes exactly as SQL's ``hash`` does).
+The columns are hashed in order, each with the previous column's hash as its seed: a null leaves the seed as
+it is, an int is hashed with ``Murmur3_x86_32.hashInt``, a string's UTF-8 bytes with
+``Murmur3_x86_32.hashUnsafeBytes``, four at a time as little-endian ints and then each remaining byte on its
+own, as a signed int (not the reference MurmurHash3's tail; Spark keeps it for compatibility).  The job's
+units' placement (``qmon.streaming.units``) uses it to choose the keys' buckets without a SQL statement;
+``tests/streaming/test_units.py`` checks it against Spark's own ``hash``.
 """
 
 from __future__ import annotations
@@ -62,20 +63,22 @@ def hash_bytes(data: bytes, seed: int) -> int:
     return _fmix(h1, len(data))
 
 
-def spark_hash(values: Iterable[str | int]) -> int:
-    """SQL ``hash(v1, v2, …)`` of strings and ints (Spark's ``IntegerType``: -2**31 .. 2**31-1), as Spark's
-    signed 32-bit int."""
+def spark_hash(values: Iterable[str | int | None]) -> int:
+    """SQL ``hash(v1, v2, …)`` of strings, ints (Spark's ``IntegerType``: -2**31 .. 2**31-1) and nulls, as
+    Spark's signed 32-bit int.  Any other type is refused (``TypeError``)."""
     h = SEED
     for v in values:
+        if v is None:
+            continue
         if isinstance(v, str):
             h = hash_bytes(v.encode("utf-8"), h)
         elif isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31:
             h = hash_int(v, h)
         else:
-            raise TypeError(f"spark_hash: {v!r} is neither a str nor a 32-bit int")
+            raise TypeError(f"spark_hash: {v!r} is neither a str, a 32-bit int nor None")
     return h - 2**32 if h >= 2**31 else h
 
 
-def partition(values: Iterable[str | int], partitions: int) -> int:
+def partition(values: Iterable[str | int | None], partitions: int) -> int:
     """The shuffle partition Spark puts the key ``values`` on: ``pmod(hash(values), partitions)``."""
     return spark_hash(values) % partitions

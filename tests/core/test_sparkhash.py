@@ -20,7 +20,12 @@ def test_a_partition_is_never_negative():
         assert 0 <= partition(("S", "MSGQ1", b), 4) < 4
 
 
-@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 1.5, None, True, b"x"])
-def test_what_spark_s_int_and_string_columns_cannot_hold_is_refused(value):
+def test_a_null_leaves_the_hash_as_it_is_as_in_spark():
+    assert spark_hash(["S", None, 3]) == spark_hash(["S", 3])
+    assert spark_hash([None]) == 42  # SELECT hash(NULL)
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 1.5, True, b"x"])
+def test_other_types_and_ints_beyond_32_bits_are_refused(value):
     with pytest.raises(TypeError):
         spark_hash(["S", value])

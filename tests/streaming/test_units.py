@@ -79,7 +79,7 @@ def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
 
     rnd = random.Random(17)
     alphabet = "AZaz09._-/ 'é€\U0001f600"
-    keys = [("S", "", 0), ("Q", "", -1), ("S", "MSGQ1", 2**31 - 1), ("S", "MSGQ1", -(2**31))]
+    keys = [("S", "", 0), ("Q", "", -1), ("S", "MSGQ1", 2**31 - 1), ("S", "MSGQ1", -(2**31)), ("S", None, 5)]
     for _ in range(300):
         name = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 13)))
         keys.append((rnd.choice("SQ"), name, rnd.randrange(-(2**31), 2**31)))

@@ -203,6 +203,14 @@ def session(
     return spark
 
 
+def _jvm_running() -> bool:
+    """Whether Spark's JVM runs already (this process's gateway, or spark-submit's): qmon starts none then,
+    and adds no options of its own to it."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 #: The class data sharing archive the running JVM writes when it exits (``qmon.streaming.cds``), if any.
 _making: Any = None
 
@@ -210,11 +218,9 @@ _making: Any = None
 def _class_data_sharing(options: dict[str, Any], make: bool) -> Any:
     """The archive for the JVM qmon is about to start (its options added to the driver's Java options), or
     None: a JVM runs already, or ``qmon.streaming.cds.plan`` says none."""
-    from pyspark import SparkContext
-
     from qmon.streaming import cds
 
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if _jvm_running():
         return None
     key = "spark.driver.extraJavaOptions"
     given = " ".join(str(options.get(k, "")) for k in (key, "spark.driver.defaultJavaOptions"))
@@ -265,7 +271,7 @@ def _launch_jvm(options: dict[str, str]) -> bool:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if _jvm_running():
         return False
     conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})

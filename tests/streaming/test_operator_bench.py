@@ -1,4 +1,4 @@
-"""``benchmarks/operator.py`` (the operator's Python side alone) runs, and its outputs are the pure modules'."""
+"""``benchmarks/operator_alone.py`` (the operator's Python side alone) runs, and its outputs are the pure modules'."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_the_operator_benchmark_gives_the_pure_modules_outputs():
     run = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "benchmarks" / "operator.py"),
+            str(ROOT / "benchmarks" / "operator_alone.py"),
             "--records",
             "40000",
             "--batch",

@@ -1,6 +1,6 @@
 """The stateful operator's Python side alone: the throughput workload's routed rows through ``Monitor``.
 
-    python benchmarks/operator.py [--records 300000] [--batch 10000] [--repeat 3] [--event-ids uuid]
+    python benchmarks/operator_alone.py [--records 300000] [--batch 10000] [--repeat 3] [--event-ids uuid]
 
 What the Python workers of the job do, in one process and without Spark: the rows ``pipeline.route``
 makes of each record (a queue shard's row and a structure's row), grouped by key per micro-batch of

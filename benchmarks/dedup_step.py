@@ -59,7 +59,9 @@ class DuplicateCheck(StatefulProcessor):
         first = not len(held)
         for pdf in rows:
             ids = pdf["value"].to_numpy(dtype=np.int64)
-            fresh = ~np.isin(ids, held)
+            fresh = np.zeros(len(ids), dtype=bool)
+            fresh[np.unique(ids, return_index=True)[1]] = True  # (an id's first row in the batch)
+            fresh &= ~np.isin(ids, held)
             held = np.concatenate([held, ids[fresh]])
             if fresh.any():
                 yield pdf[fresh]

@@ -438,13 +438,15 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
         f"running), {batches - planning - in_batches:.1f} s in the rest (offsets, commits, the "
         "no-data batch that fires timers)"
     )
-    for i, p in enumerate(progress):  # each batch's parts (ms), as Spark reports them
-        d, ops = p["durationMs"], p.get("stateOperators") or [{}]
+    for p in progress:  # each batch's parts (ms), as Spark reports them; the state operator's (qmon has one)
+        d, op = p["durationMs"], (p.get("stateOperators") or [{}])[0]
         parts = ", ".join(f"{k} {v:,}" for k, v in d.items() if k != "triggerExecution" and v)
-        state = ", ".join(
-            f"{k} {ops[0][k]:,}" for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs") if k in ops[0]
+        timed = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+        state = ", ".join(f"{k} {op[k]:,}" for k in timed if k in op) or "-"
+        breakdown += (
+            f"\n    batch {p['batchId']}: {p['numInputRows']:,} rows in {d.get('triggerExecution', 0):,} ms "
+            f"({parts}; state: {state})"
         )
-        breakdown += f"\n    batch {i}: {p['numInputRows']:,} rows in {d.get('triggerExecution', 0):,} ms ({parts}; state: {state})"
     outs = read_all(bootstrap, [topics.physical(x, prefix) for x in topics.OUTPUTS])
     ids = set()
     for name, value, _ in outs:

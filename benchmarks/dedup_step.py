@@ -35,12 +35,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -206,7 +204,6 @@ def main() -> int:
     ap.add_argument("--window-ms", type=int, default=60_000, help="how long after a slice's end it is kept")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from qmon.streaming.spark import session
 
     spark = session(master="local[2]", app_name="qmon-dedup-step", shuffle_partitions=2)

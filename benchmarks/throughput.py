@@ -414,6 +414,22 @@ class ProgressLog:
             self.listener.detach()
 
 
+def batch_lines(progress: list[dict[str, Any]]) -> str:
+    """A line per micro-batch: its parts (ms) as Spark reports them, and its state operator's (qmon has one)
+    update, removal and commit times, or "-" when the report has none."""
+    lines = ""
+    for p in progress:
+        d, op = p["durationMs"], (p.get("stateOperators") or [{}])[0]
+        parts = ", ".join(f"{k} {v:,}" for k, v in d.items() if k != "triggerExecution" and v)
+        timed = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+        state = ", ".join(f"{k} {op[k]:,}" for k in timed if k in op) or "-"
+        lines += (
+            f"\n    batch {p['batchId']}: {p['numInputRows']:,} rows in {d.get('triggerExecution', 0):,} ms "
+            f"({parts}; state: {state})"
+        )
+    return lines
+
+
 def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path) -> tuple[float, set[str], int, str]:
     """Run the job over the workload once (Trigger.AvailableNow); (seconds, event_ids, outputs, breakdown)."""
     from qmon.streaming.job import start_query
@@ -438,15 +454,7 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
         f"running), {batches - planning - in_batches:.1f} s in the rest (offsets, commits, the "
         "no-data batch that fires timers)"
     )
-    for p in progress:  # each batch's parts (ms), as Spark reports them; the state operator's (qmon has one)
-        d, op = p["durationMs"], (p.get("stateOperators") or [{}])[0]
-        parts = ", ".join(f"{k} {v:,}" for k, v in d.items() if k != "triggerExecution" and v)
-        timed = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
-        state = ", ".join(f"{k} {op[k]:,}" for k in timed if k in op) or "-"
-        breakdown += (
-            f"\n    batch {p['batchId']}: {p['numInputRows']:,} rows in {d.get('triggerExecution', 0):,} ms "
-            f"({parts}; state: {state})"
-        )
+    breakdown += batch_lines(progress)
     outs = read_all(bootstrap, [topics.physical(x, prefix) for x in topics.OUTPUTS])
     ids = set()
     for name, value, _ in outs:

@@ -100,3 +100,20 @@ def test_without_the_baseline_nothing_is_said_to_match(
     out = capsys.readouterr().out
     assert "(no baseline run)" in out and "match" not in out
     assert "no baseline run" in out.split("300,000 records: qmon >= 0.8 x the baseline")[1].splitlines()[0]
+
+
+def test_a_line_per_micro_batch_with_its_parts_and_its_state_operators_times(bench: Any) -> None:
+    progress = [
+        {
+            "batchId": 7,
+            "numInputRows": 300_000,
+            "durationMs": {"triggerExecution": 11_901, "addBatch": 11_108, "walCommit": 0},
+            "stateOperators": [{"allUpdatesTimeMs": 11_499, "allRemovalsTimeMs": 165, "commitTimeMs": 22}],
+        },
+        {"batchId": 8, "numInputRows": 0, "durationMs": {"triggerExecution": 3, "latestOffset": 2}},
+    ]
+    assert bench.batch_lines(progress).splitlines()[1:] == [
+        "    batch 7: 300,000 rows in 11,901 ms (addBatch 11,108; state: allUpdatesTimeMs 11,499, "
+        "allRemovalsTimeMs 165, commitTimeMs 22)",
+        "    batch 8: 0 rows in 3 ms (latestOffset 2; state: -)",
+    ]

@@ -132,7 +132,7 @@ def config_for(
             },
             "monitor": {
                 "perfmev": "ENABLED",
-                **{k: TUNING[k] for k in ("dedup_window", "dedup_max") if TUNING.get(k) is not None},
+                **{k: TUNING[k] for k in ("dedup_window", "dedup_max", "dedup_state") if TUNING.get(k) is not None},
             },
             "queues": [{"pattern": "*", "qsvciev": "HIGH", "qsvcint": qsvcint}],
             "structures": [
@@ -317,7 +317,8 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     from qmon.core.records import Activity
     from qmon.core.structures import StructureMonitor
 
-    settings, ssettings = config.monitor_settings(), config.structure_settings()
+    # (the rules' own duplicate check, whatever monitor.dedup_state the job runs with: the same baseline)
+    settings, ssettings = config.monitor_settings("queue"), config.structure_settings("queue")
     src = topics.physical(topics.ACTIVITY, prefix)
     out_prefix = prefix + "base"
     ensure_topics(bootstrap, 2, prefix=out_prefix)
@@ -414,15 +415,35 @@ class ProgressLog:
             self.listener.detach()
 
 
+def state_operators(p: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A report's state operators, labelled: ``monitor`` (qmon's operator) and, with ``monitor.dedup_state:
+    slice``, ``check`` (the duplicate check ahead of it: the report's other operator)."""
+    ops = p.get("stateOperators") or []
+    if len(ops) < 2:
+        return [("monitor", op) for op in ops]
+    return [("check" if op.get("operatorName", "").startswith("transformWithState") else "monitor", op) for op in ops]
+
+
+def written(op: dict[str, Any]) -> int | None:
+    """Bytes the operator's state stores wrote in the batch (RocksDB's own count), or None."""
+    return (op.get("customMetrics") or {}).get("rocksdbTotalBytesWritten")
+
+
 def batch_lines(progress: list[dict[str, Any]]) -> str:
-    """A line per micro-batch: its parts (ms) as Spark reports them, and its state operator's (qmon has one)
-    update, removal and commit times, or "-" when the report has none."""
+    """A line per micro-batch: its parts (ms) as Spark reports them, and each state operator's update,
+    removal and commit times and the bytes its state stores wrote, or "-" when the report has none."""
     lines = ""
     for p in progress:
-        d, op = p["durationMs"], (p.get("stateOperators") or [{}])[0]
+        d = p["durationMs"]
         parts = ", ".join(f"{k} {v:,}" for k, v in d.items() if k != "triggerExecution" and v)
         timed = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
-        state = ", ".join(f"{k} {op[k]:,}" for k in timed if k in op) or "-"
+        states = []
+        for label, op in state_operators(p):
+            fields = [f"{k} {op[k]:,}" for k in timed if k in op]
+            if written(op) is not None:
+                fields.append(f"written {written(op):,} B")
+            states.append((f"{label} " if len(p.get("stateOperators") or []) > 1 else "") + ", ".join(fields))
+        state = "; ".join(s for s in states if s) or "-"
         lines += (
             f"\n    batch {p['batchId']}: {p['numInputRows']:,} rows in {d.get('triggerExecution', 0):,} ms "
             f"({parts}; state: {state})"
@@ -666,6 +687,20 @@ def latency(
             "  where a data micro-batch's time goes (median ms): "
             + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(medians.items(), key=lambda kv: -kv[1]) if v)
         )
+    if data:
+        by_op: dict[str, list[int]] = {}
+        for pr in data:
+            for label, op in state_operators(pr):
+                if written(op) is not None:
+                    by_op.setdefault(label, []).append(written(op))  # type: ignore[arg-type]
+        if by_op:
+            print(
+                "  state written by a data micro-batch (RocksDB's bytes, median / max): "
+                + "; ".join(
+                    f"{label} {_pct(sorted(xs), 0.5) / 1e6:,.2f} / {max(xs) / 1e6:,.2f} MB"
+                    for label, xs in by_op.items()
+                )
+            )
     if empty_durations:
         print(
             f"  empty micro-batches (timers only): {len(empty)}, duration p50 {_pct(empty_durations, 0.5):.2f} s, "
@@ -917,6 +952,12 @@ def main() -> int:
     )
     ap.add_argument("--dedup-max", type=int, help="monitor.dedup_max (default: qmon's, 256)")
     ap.add_argument(
+        "--dedup-state",
+        choices=["queue", "slice"],
+        help="monitor.dedup_state: the remembered ids in the monitor's state (queue) or in a step of their own "
+        "ahead of it, by slice of ts (slice).  The baseline keeps the rules' own check either way",
+    )
+    ap.add_argument(
         "--queue-buckets",
         type=int,
         default=4,
@@ -958,6 +999,7 @@ def main() -> int:
         input_tasks=args.input_tasks,
         dedup_window=args.dedup_window,
         dedup_max=args.dedup_max,
+        dedup_state=args.dedup_state,
         fetch_max_wait=args.fetch_max_wait,
     )
     print(
@@ -966,6 +1008,7 @@ def main() -> int:
         f"queue units {args.queue_units or 'default'}, {args.qmgrs} queue managers"
         + (f", monitor.dedup_window {args.dedup_window}" if args.dedup_window else "")
         + (f", monitor.dedup_max {args.dedup_max}" if args.dedup_max is not None else "")
+        + (f", monitor.dedup_state {args.dedup_state}" if args.dedup_state else "")
         + (f", job.fetch_max_wait {args.fetch_max_wait}" if args.fetch_max_wait else "")
         + "".join(f", {c}" for c in args.conf)
         + f", Java {java_description()}"

@@ -22,7 +22,8 @@ Steps:
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
+4. With ``monitor.dedup_state: slice`` only, a duplicate check ahead of the monitor (``streaming.dedup``).
+5. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
    the input is read and shuffled once, and the fixed per-batch cost of a Python stateful
@@ -504,11 +505,14 @@ def build(
     queue_units: list[int] | None = None,
     input_tasks: int | None = None,
     mq_trace: tuple[str, str] | None = None,
+    dedup_window_ms: int | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
-    ``topic`` holds physical topic names (under ``prefix``); so do the output rows.
+    ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  With
+    ``dedup_window_ms`` (``monitor.dedup_state: slice``), a duplicate check of its own runs ahead of the
+    monitor (``streaming.dedup``): the settings given then have no check of their own (``dedup_max`` 0).
     """
     import os
 
@@ -526,6 +530,10 @@ def build(
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets, queue_units)
+    if dedup_window_ms is not None:
+        from qmon.streaming.dedup import dedup_step
+
+        routed = dedup_step(routed, dedup_window_ms, HORIZON)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
     if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison

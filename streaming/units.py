@@ -6,13 +6,16 @@
   for configured structures not yet placed;
 * ``queue_units``: the key bucket of each group of queue-manager shards (group ``i`` on shuffle partition
   ``i mod partitions``; as many groups as partitions unless ``job.queue_units`` says);
-* ``queue_buckets``: the shards a queue manager's queues are split into.
+* ``queue_buckets``: the shards a queue manager's queues are split into;
+* ``dedup_state``: where the remembered event ids live (``monitor.dedup_state``): ``queue`` (in the
+  monitor's state) or ``slice`` (in a step of their own ahead of it, a second stateful operator).
 
 All of it is kept in the file ``qmon-placement.json`` in the checkpoint directory (read and written
 through Hadoop's FileSystem, so any checkpoint location Spark accepts works), with the number of
 shuffle partitions the checkpoint was created with, which Spark keeps for the checkpoint's whole life.
 The state lives under those keys and those shards: a checkpoint keeps the counts it started with (a
-configuration that asks for others is logged and overruled).  A checkpoint written before queue
+configuration that asks for others is logged and overruled), and so does ``dedup_state`` (a checkpoint
+that has run without the key was written with ``queue``).  A checkpoint written before queue
 shards were grouped into units (qmon before 0.4.0) is refused (``CheckpointError``).
 """
 
@@ -41,6 +44,7 @@ class Placement:
     structures: dict[str, int]  # structure -> the bucket of its key (S, structure, bucket)
     queue_units: list[int]  # group i of queue-manager shards -> the bucket of its key (Q, "", bucket)
     queue_buckets: int  # shards a queue manager's queues are split into
+    dedup_state: str = "queue"  # monitor.dedup_state: "queue" or "slice"
 
 
 def _fs(spark: Any, checkpoint: str, name: str = FILE) -> tuple[Any, Any]:
@@ -76,7 +80,14 @@ def _write(spark: Any, checkpoint: str, doc: dict[str, Any]) -> None:
         out.close()
 
 
-def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | None, queue_buckets: int) -> Placement:
+def placement(
+    spark: Any,
+    checkpoint: str,
+    names: list[str],
+    queue_units: int | None,
+    queue_buckets: int,
+    dedup_state: str = "queue",
+) -> Placement:
     """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
     per shuffle partition (the checkpoint's)."""
     from qmon.streaming.rows import Unit  # (not at import: the CLI imports this module for CheckpointError)
@@ -114,7 +125,24 @@ def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | 
             checkpoint,
             shards,
         )
-    new = {"partitions": partitions, "structures": buckets, "queue_units": units, "queue_buckets": shards}
+    ran = _has_batches(spark, checkpoint)
+    kept = str(doc.get("dedup_state") or ("queue" if ran else dedup_state))
+    if kept != dedup_state:
+        logger.warning(
+            "monitor.dedup_state is %s but checkpoint %s was started with %s: kept (its query's stateful operators "
+            "are those of %s; a new checkpoint directory changes it)",
+            dedup_state,
+            checkpoint,
+            kept,
+            kept,
+        )
+    new = {
+        "partitions": partitions,
+        "structures": buckets,
+        "queue_units": units,
+        "queue_buckets": shards,
+        "dedup_state": kept,
+    }
     if new != doc:
         _write(spark, checkpoint, new)
         logger.info(
@@ -126,4 +154,4 @@ def placement(spark: Any, checkpoint: str, names: list[str], queue_units: int | 
             shards,
             units,
         )
-    return Placement(buckets, units, shards)
+    return Placement(buckets, units, shards, kept)

@@ -170,6 +170,11 @@ class MonitorConfig(_Model):
     perfmev: Literal["ENABLED", "DISABLED"] = "DISABLED"
     dedup_window: str = "10 minutes"
     dedup_max: int = Field(256, ge=1, le=1_000_000)
+    dedup_state: Literal["queue", "slice"] = Field(
+        "queue",
+        description="where remembered event ids live: in each queue's state (at most dedup_max), or in a "
+        "step ahead of the monitor, by 10-second slice of ts (every id within dedup_window); fixed for a checkpoint",
+    )
     queue_ttl: str = "7 days"
     journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
     stall_clear_hold: str = Field(
@@ -352,7 +357,11 @@ class Config(_Model):
             raise ValueError(f"structure {dup[0]} is defined more than once")
         return self
 
-    def structure_settings(self) -> StructureSettings:
+    def _dedup_max(self, dedup_state: str | None) -> int:
+        """``dedup_max`` for the monitor's own check; 0 (none) when a step ahead of it checks (``slice``)."""
+        return 0 if (dedup_state or self.monitor.dedup_state) == "slice" else self.monitor.dedup_max
+
+    def structure_settings(self, dedup_state: str | None = None) -> StructureSettings:
         if isinstance(self.overflow_exit, str):
             exit_ = OverflowExit(callable_path=self.overflow_exit)
         else:
@@ -361,16 +370,16 @@ class Config(_Model):
             tuple(s.definition() for s in self.structures),
             exit_,
             dedup_window_ms=duration_ms(self.monitor.dedup_window),
-            dedup_max=self.monitor.dedup_max,
+            dedup_max=self._dedup_max(dedup_state),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
         )
 
-    def monitor_settings(self) -> MonitorSettings:
+    def monitor_settings(self, dedup_state: str | None = None) -> MonitorSettings:
         return MonitorSettings(
             perfmev=self.monitor.perfmev,
             queue_defaults=tuple(QueueDefaults(q.pattern, q.attrs()) for q in self.queues),
             dedup_window_ms=duration_ms(self.monitor.dedup_window),
-            dedup_max=self.monitor.dedup_max,
+            dedup_max=self._dedup_max(dedup_state),
             journal_near_pct=self.monitor.journal_near_pct,
             stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),

@@ -34,7 +34,7 @@ Pure: plain str, bytes, arrays and dicts.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from hashlib import blake2b
 from itertools import islice
 from typing import Any
@@ -270,10 +270,14 @@ class Recent:
 
     def __init__(self, window_ms: int, keep: int) -> None:
         self.window_ms, self.keep = window_ms, keep
+        #: ``keep`` 0: no check here (``monitor.dedup_state: slice``: a step ahead of the monitor checks)
+        self.off = keep < 1
         self.touched: dict[int, Any] = {}  # id(holder) -> holder, since the last pack()
 
     def duplicate(self, holder: Any, key: str, ts: int) -> bool:
         """True if ``holder`` saw ``key`` lately; otherwise remembers it (and forgets the oldest)."""
+        if self.off:
+            return False
         ids = holder.get("recent")
         if type(ids) is not Ids:
             ids = holder["recent"] = Ids.load(ids)
@@ -282,6 +286,8 @@ class Recent:
 
     def duplicates(self, holder: Any, keys: list[str], stamps: list[int]) -> list[bool]:
         """``duplicate`` for each key in turn, in bulk (``Ids.seen_many``)."""
+        if self.off:
+            return [False] * len(keys)
         ids = holder.get("recent")
         if type(ids) is not Ids:
             ids = holder["recent"] = Ids.load(ids)
@@ -292,6 +298,8 @@ class Recent:
         """``duplicate`` for records (``queue``, ``ts``) applied in turn, each queue's records at once:
         ``holder(rec)`` is the state holding the ids of ``rec``'s queue (given its first record), ``key(rec)``
         what the queue remembers of ``rec``."""
+        if self.off:
+            return [False] * len(recs)
         by_queue: dict[str, list[int]] = {}
         for i, rec in enumerate(recs):
             by_queue.setdefault(rec.queue, []).append(i)
@@ -310,3 +318,59 @@ class Recent:
             if type(ids) is Ids:
                 holder["recent"] = ids.packed()
         self.touched.clear()
+
+
+# ---------------------------------------------------------------- monitor.dedup_state: slice
+#
+# The ids kept apart from the monitor, by slice of ts: a duplicate check of its own, ahead of the monitor
+# (``qmon.streaming.dedup``), so that a micro-batch writes the ids of the slices its records fall in, not
+# every id every touched unit remembers.  A resend carries its original's ts and event_id, so it meets
+# them in the same slice.  Each side keeps its own verdict, as with ``monitor.dedup_state: queue``: the
+# queue's (rows of kind A) and the structure's (kind S).  Every id of the slice is remembered (no
+# ``dedup_max``) until the slice expires (``slice_expiry``).
+
+#: ms of ts in a slice
+SLICE_MS = 10_000
+
+
+def slice_of(ts: int) -> int:
+    """The slice a record's ts (epoch ms, >= 0) falls in."""
+    return ts // SLICE_MS
+
+
+def slice_expiry(slice_: int, clock_ms: int, window_ms: int) -> int:
+    """When a slice's ids are forgotten, on the watermark's timeline (the broker's time less
+    ``job.watermark_delay``), given the arrival clock when the slice was first seen (its records' broker
+    time): ``window_ms`` after the slice's end, and never sooner than ``window_ms`` after it was first seen
+    (a backlog's old records are still checked against the records that follow them)."""
+    return max((slice_ + 1) * SLICE_MS, clock_ms) + window_ms
+
+
+def record_key(qmgr: str, queue: str, event_id: str) -> str:
+    """What a slice remembers a record by: its event_id for its queue (a repeated event_id is a duplicate
+    for the same queue of the same queue manager only).  Lengths first, so no two triples give one key."""
+    return f"{len(qmgr)}:{qmgr}{len(queue)}:{queue}{event_id}"
+
+
+def record_digest(qmgr: str, queue: str, event_id: str) -> int:
+    """``digest`` of ``record_key`` as a signed 64-bit int (little-endian): how a slice holds it."""
+    return int.from_bytes(digest(record_key(qmgr, queue, event_id)), "little", signed=True)
+
+
+class SliceIds:
+    """One slice's remembered ids, the per-record rule: a row is a duplicate when its side (the queue's,
+    ``structure=False``, or the structure's) already holds its record's digest; otherwise the side
+    remembers it.  Rows are given in the monitor's order, (ts, rank, partition, offset), so the first copy
+    of a record is the one kept.  ``qmon.streaming.dedup.fresh_rows`` applies it to a batch at once."""
+
+    __slots__ = ("sides",)
+
+    def __init__(self, queue_side: Iterable[int] = (), structure_side: Iterable[int] = ()) -> None:
+        self.sides = (set(queue_side), set(structure_side))
+
+    def seen(self, digest_: int, structure: bool) -> bool:
+        held = self.sides[structure]
+        if digest_ in held:
+            return True
+        held.add(digest_)
+        return False

@@ -266,16 +266,19 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     ]
 
 
-def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path):
+@pytest.mark.parametrize("dedup_state", ["queue", "slice"])
+def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path, dedup_state):
     """Duplicate suppression through the real path, across micro-batches (the remembered event ids
     are stored, packed, in the state): a redelivered PUT counts neither on its queue's depth nor on
     its structure's usage; the next new PUT is the one that reaches both thresholds.  The first batch's two
     new ids of one queue are remembered in bulk (``screen``), the second batch's two copies of one of them
-    are found one by one."""
+    are found one by one.  With ``monitor.dedup_state: slice`` the ids are held by the step ahead of the
+    monitor (``streaming.dedup``), on both sides."""
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "monitor": {"dedup_state": dedup_state},
             "structures": [{"strname": "MSGQ1", "size": 100}],  # 200 data elements; a 51,200-byte put is half
         }
     )
@@ -300,6 +303,42 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
     structure = {(r["type"], ms(r["ts"]) - T0) for t, r in out if t == topics.ALERTS}
     assert ("STRUCTURE_NEAR_FULL", 3_000) in structure
     assert all(ts == 3_000 for _, ts in structure)
+
+
+def test_a_slice_s_ids_are_forgotten_a_window_after_they_arrived(spark, kafka_bootstrap, prefix, tmp_path):
+    """``monitor.dedup_state: slice``: the step's event-time timer forgets a slice's ids ``dedup_window``
+    after they arrived (the records' ts are years old: a backlog), so its state does not grow for ever.  A
+    copy of a PUT sent after that counts again: the queue reaches MAXDEPTH(2) with it."""
+    import time
+
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "monitor": {"dedup_state": "slice", "dedup_window": "2 seconds"},
+        }
+    )
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    send_commands(
+        kafka_bootstrap,
+        "IMSA",
+        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
+        ts=T0,
+        prefix=prefix,
+    )
+    first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA")
+    other = activity(2, "GET", 2_000, queue="1OTHER", qmgr="IMSA")
+    ckpt = str(tmp_path / "ckpt")
+    produce_activity(kafka_bootstrap, prefix, [first, first])  # the copy within the window: dropped
+    assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
+    time.sleep(3)
+    produce_activity(kafka_bootstrap, prefix, [other])  # moves the watermark past the slice's timer
+    assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
+    produce_activity(kafka_bootstrap, prefix, [first])  # forgotten: counts again
+    assert run(config, kafka_bootstrap, ckpt, available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    depth = [ms(r["ts"]) - T0 for t, r in out if t == topics.PERFORMANCE and r["type"] == "QDEPTH_HIGH"]
+    assert depth == [1_000]
 
 
 def test_a_partition_read_behind_another_loses_no_record(spark, kafka_bootstrap, prefix, tmp_path):

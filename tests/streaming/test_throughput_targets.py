@@ -117,3 +117,25 @@ def test_a_line_per_micro_batch_with_its_parts_and_its_state_operators_times(ben
         "allRemovalsTimeMs 165, commitTimeMs 22)",
         "    batch 8: 0 rows in 3 ms (latestOffset 2; state: -)",
     ]
+
+
+def test_with_the_slice_check_each_operator_says_what_it_wrote(bench: Any) -> None:
+    """``monitor.dedup_state: slice``: two state operators, told apart, with RocksDB's bytes written."""
+    tws = {"operatorName": "transformWithStateInPandasExec", "allUpdatesTimeMs": 30, "commitTimeMs": 2}
+    monitor = {"operatorName": "applyInPandasWithState", "allUpdatesTimeMs": 300, "commitTimeMs": 4}
+    progress = [
+        {
+            "batchId": 3,
+            "numInputRows": 5_000,
+            "durationMs": {"triggerExecution": 600, "addBatch": 500},
+            "stateOperators": [
+                {**monitor, "customMetrics": {"rocksdbTotalBytesWritten": 1_400_000}},
+                {**tws, "customMetrics": {"rocksdbTotalBytesWritten": 90_000}},
+            ],
+        }
+    ]
+    assert bench.batch_lines(progress).splitlines()[1:] == [
+        "    batch 3: 5,000 rows in 600 ms (addBatch 500; state: monitor allUpdatesTimeMs 300, commitTimeMs 4, "
+        "written 1,400,000 B; check allUpdatesTimeMs 30, commitTimeMs 2, written 90,000 B)"
+    ]
+    assert [label for label, _ in bench.state_operators(progress[0])] == ["monitor", "check"]

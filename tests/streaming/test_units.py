@@ -38,6 +38,7 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
         "structures": first.structures,
         "queue_units": first.queue_units,
         "queue_buckets": 8,
+        "dedup_state": "queue",
     }
     # a restart with another shuffle setting, other unit and shard counts and one more structure: the
     # checkpoint's placement (and partition count, which Spark keeps for the checkpoint) win; the newcomer
@@ -88,3 +89,23 @@ def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
     assert len(got) == len(keys)
     for r in got:
         assert (spark_hash((r.u, r.n, r.b)), py_partition((r.u, r.n, r.b), 7)) == (r.h, r.p), (r.u, r.n, r.b)
+
+
+def test_a_checkpoint_keeps_where_its_remembered_ids_live(spark, tmp_path, shuffle_restored, caplog):
+    """``monitor.dedup_state`` decides the query's stateful operators (``slice`` adds one ahead of the
+    monitor), which Spark fixes for a checkpoint: a new checkpoint takes the configured one and keeps it; a
+    checkpoint that ran before the setting existed ran with ``queue``."""
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    ckpt = str(tmp_path / "ckpt")
+    assert placement(spark, ckpt, [], 2, 8, "slice").dedup_state == "slice"
+    with caplog.at_level("WARNING", logger="qmon.streaming.units"):
+        assert placement(spark, ckpt, [], 2, 8, "queue").dedup_state == "slice"
+    assert "monitor.dedup_state is queue but checkpoint" in caplog.text and "was started with slice" in caplog.text
+    old = tmp_path / "old"
+    old.mkdir()
+    doc = {"partitions": 2, "structures": {}, "queue_units": [0, 1], "queue_buckets": 8}
+    (old / FILE).write_text(json.dumps(doc))
+    (old / "offsets").mkdir()
+    (old / "offsets" / "0").write_text("v1\n{}\n")
+    assert placement(spark, str(old), [], 2, 8, "slice").dedup_state == "queue"
+    assert json.loads((old / FILE).read_text())["dedup_state"] == "queue"

@@ -1,76 +1,100 @@
 """``monitor.dedup_state: slice``: the duplicate check as a stateful step of its own, ahead of the monitor.
 
-The rule is ``qmon.core.dedup.SliceIds`` (a side keeps the first copy of a record's id in the record's
-slice of ts); this module applies it to a micro-batch's rows at once and keeps the ids in Spark's state.
+The rule is ``qmon.core.dedup.SliceIds`` (a slice keeps the first copy of a record, by its queue manager,
+queue and event_id); this module applies it to a micro-batch's rows at once and keeps the ids in Spark's
+state.
 
-``dedup_step(routed, window_ms)`` groups the routed rows by ``(dslice, dpart)``: the slice of an
-activity row's ts and a part of the slice chosen by the hash of its queue manager, queue and event_id (so
-that every copy of a record, on both sides, meets its first in one key, and a slice's rows spread over
+``dedup_step(routed, window_ms, horizon)`` takes the routed rows *before* an activity's structure copy is
+made (``pipeline.route(..., structure_rows=False)``: one row a record, so a record has one verdict and the
+check reads half as many rows), and groups them by ``(dslice, dpart)``: the slice of an activity row's ts
+and a part of the slice chosen by ``ddigest``, the record's 64-bit ``xxhash64(qmgr, queue, event_id)``
+computed in the JVM (every copy of a record meets its first in one key, and a slice's rows spread over
 ``PARTS`` keys).  Rows of other kinds (commands, journal status, dead letters) get the slice -1 and pass
-untouched.  It is a ``transformWithStateInPandas`` (Spark refuses a second ``applyInPandasWithState``,
-and refuses any stateful operator after one with an event-time timeout) in event-time mode on the
-watermarked column, which its rows keep, so the monitor's timeouts still fire.  Each key holds its ids in
-one ``ValueState`` (two byte strings of 8-byte digests: the queue side's and the structure side's),
-read once and written once when a batch touches the key; an event-time timer forgets them
-(``qmon.core.dedup.slice_expiry``).
+untouched.  Python reads only what the check needs (``READ``); the rest of a row travels as one Avro value
+(``rest``), packed before the step and unpacked after it in the JVM, since the step's Python side costs per
+column of every row.
+
+It is a ``transformWithStateInPandas`` (Spark refuses a second ``applyInPandasWithState``, and refuses any
+stateful operator after one with an event-time timeout) in event-time mode on the watermarked column, which
+its rows keep, so the monitor's timeouts still fire.  Each key holds its digests in one ``ValueState`` (a
+byte string of 8-byte ints), read once and written once when a batch touches the key; an event-time timer
+forgets them (``qmon.core.dedup.slice_expiry``).
 """
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import fastavro
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType, TimestampType
 
-from qmon.core.dedup import SLICE_MS, record_digest, slice_expiry
+from qmon.core.dedup import SLICE_MS, slice_expiry
 from qmon.streaming.rows import ROUTED, ROUTED_COLUMNS, Kind
 
 #: keys a slice's ids are split over (by hash), so that a batch of one slice is not one task's
 PARTS = 4
 
-#: the step's state for a key: the digests its queue side (``q``) and structure side (``s``) hold
-IDS = StructType([StructField("q", BinaryType()), StructField("s", BinaryType())])
+#: a row's routed columns travel through the step packed in one Avro value, ``rest``: the step's Python side
+#: costs per column of every row, and it reads them only for a record that comes twice in a batch
+_AVRO = {"string": "string", "int": "int", "bigint": "long", "boolean": "boolean", "binary": "bytes"}
+REST_SCHEMA_DICT = {
+    "type": "record",
+    "name": "Rest",
+    "fields": [{"name": f.name, "type": ["null", _AVRO[f.dataType.simpleString()]]} for f in ROUTED.fields],
+}
+REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
+_PARSED = fastavro.parse_schema(REST_SCHEMA_DICT)
+_CENTURY_MS = 36_500 * 86_400_000  # (HORIZON is the arrival clock a century ahead: pipeline.HORIZON)
+
+#: the step's state for a key: the digests it holds
+IDS = StructType([StructField("ids", BinaryType())])
 
 _EMPTY = np.empty(0, dtype=np.int64)
 
 
-def fresh_rows(
-    held_q: np.ndarray, held_s: np.ndarray, digests: np.ndarray, structure_side: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``SliceIds.seen`` for rows in order, at once: which rows are kept (not duplicates), and what each
-    side holds after.  A row is kept when its side does not hold its digest and no earlier row of its side
-    in ``digests`` has it."""
+def fresh_rows(held: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``SliceIds.seen`` for records in order, at once: which are kept (not duplicates), and what the key
+    holds after.  A record is kept when the key does not hold its digest and no earlier record in
+    ``digests`` has it."""
     keep = np.zeros(len(digests), dtype=bool)
-    held_after = []
-    for side, held in ((False, held_q), (True, held_s)):
-        idx = np.flatnonzero(structure_side == side)
-        if not len(idx):
-            held_after.append(held)
-            continue
-        mine = digests[idx]
-        first = np.zeros(len(idx), dtype=bool)
-        first[np.unique(mine, return_index=True)[1]] = True  # (the first row of each digest)
-        if len(held):
-            first &= ~np.isin(mine, held)
-        keep[idx] = first
-        held_after.append(np.concatenate([held, mine[first]]) if first.any() else held)
-    return keep, held_after[0], held_after[1]
+    keep[np.unique(digests, return_index=True)[1]] = True  # (the first record of each digest)
+    if len(held):
+        keep &= ~np.isin(digests, held)
+    return keep, (np.concatenate([held, digests[keep]]) if keep.any() else held)
 
 
-def _held(raw: bytes | None) -> np.ndarray:
-    return np.frombuffer(raw, dtype=np.int64) if raw else _EMPTY
+def first_copies_order(digests: np.ndarray, rest: pd.Series) -> np.ndarray:
+    """The positions of a key's rows in an order where each record's copies come as in the monitor's order,
+    (ts, rank, partition, offset), so that the first is the one kept: as given when no record comes twice
+    (the common case: nothing is decoded), else with the copies' packed columns read and sorted."""
+    n = len(digests)
+    uniq, inverse, counts = np.unique(digests, return_inverse=True, return_counts=True)
+    if len(uniq) == n:
+        return np.arange(n)
+    twice = np.flatnonzero(counts[inverse] > 1)
+    keys = []
+    for i in twice:
+        r: Any = fastavro.schemaless_reader(io.BytesIO(rest.iat[int(i)]), _PARSED, None)
+        keys.append((r["ts"], r["rank"], r["src_partition"], r["src_offset"]))
+    order = np.arange(n)
+    order[twice] = twice[sorted(range(len(twice)), key=keys.__getitem__)]
+    return order
 
 
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int) -> None:
-        self.window_ms = window_ms
+    def __init__(self, window_ms: int, horizon: str) -> None:
+        self.window_ms, self.horizon = window_ms, horizon
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -79,32 +103,28 @@ class SliceCheck(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         frames = list(rows)
         pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        pdf = pdf.drop(columns=["dslice", "dpart"])
+        out = [c for c in pdf.columns if c not in ("dslice", "dpart", "ddigest")]
         if int(key[0]) < 0:  # not activity: nothing to check
-            yield pdf
+            yield pdf[out]
             return
-        # the monitor's order, (ts, rank, partition, offset): the first copy of a record is the one kept
-        order = np.lexsort([pdf[c].to_numpy() for c in ("src_offset", "src_partition", "rank", "ts")])
-        pdf = pdf.iloc[order]
-        digests = np.fromiter(
-            (record_digest(m, q, e) for m, q, e in zip(pdf["qmgr"], pdf["queue"], pdf["event_id"], strict=True)),
-            dtype=np.int64,
-            count=len(pdf),
-        )
+        digests = pdf["ddigest"].to_numpy(dtype=np.int64)
+        order = first_copies_order(digests, pdf["rest"])
+        digests = digests[order]
         stored = self.ids.get()
-        held_q, held_s = (_held(stored[0]), _held(stored[1])) if stored else (_EMPTY, _EMPTY)
-        keep, held_q, held_s = fresh_rows(held_q, held_s, digests, (pdf["kind"] == Kind.STRUCTURE_ACTIVITY).to_numpy())
+        held = np.frombuffer(stored[0], dtype=np.int64) if stored and stored[0] else _EMPTY
+        keep, held = fresh_rows(held, digests)
         if stored is None or keep.any():
-            self.ids.update((held_q.tobytes(), held_s.tobytes()))
+            self.ids.update((held.tobytes(),))
         if stored is None:
-            # (the arrival clock: the broker's time of the rows, or the watermark if later; the watermark alone
-            # is not yet the arrival clock in a query's first batch)
-            clock = max(int(pdf["clock"].max()), timerValues.getCurrentWatermarkInMs())
+            # the arrival clock (the rows' broker time, from the watermarked column, or the watermark if later:
+            # the watermark alone is not yet the arrival clock in a query's first batch)
+            clock = int(pd.Timestamp(pdf[self.horizon].max()).timestamp() * 1000) - _CENTURY_MS
+            clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
         if keep.all():
-            yield pdf
+            yield pdf[out]
         elif keep.any():
-            yield pdf[keep]
+            yield pdf[out].iloc[order[keep]]
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         self.ids.clear()
@@ -112,23 +132,27 @@ class SliceCheck(StatefulProcessor):
 
 
 def dedup_step(routed: DataFrame, window_ms: int, horizon: str) -> DataFrame:
-    """The routed rows less their duplicates (``monitor.dedup_state: slice``), with the watermarked column
-    ``horizon``: the operator ahead of the monitor."""
-    checked = F.col("kind").isin(Kind.ACTIVITY.value, Kind.STRUCTURE_ACTIVITY.value)
-    keyed = routed.withColumn(
-        "dslice", F.when(checked, F.floor(F.col("ts") / F.lit(SLICE_MS))).otherwise(F.lit(-1)).cast("long")
-    ).withColumn(
-        "dpart",
-        F.when(checked, F.pmod(F.hash("qmgr", "queue", "event_id"), F.lit(PARTS)))
+    """The routed rows (one a record: no structure copies yet) less their duplicates (``monitor.dedup_state:
+    slice``), with the watermarked column ``horizon``: the operator ahead of the monitor."""
+    checked = F.col("kind") == Kind.ACTIVITY.value
+    digest = F.xxhash64("qmgr", "queue", "event_id")
+    keyed = routed.select(
+        F.when(checked, F.floor(F.col("ts") / F.lit(SLICE_MS))).otherwise(F.lit(-1)).cast("long").alias("dslice"),
+        F.when(checked, F.pmod(digest, F.lit(PARTS)))
         .otherwise(F.pmod(F.col("src_offset"), F.lit(PARTS)))
-        .cast("int"),
+        .cast("int")
+        .alias("dpart"),
+        F.when(checked, digest).otherwise(F.lit(0)).cast("long").alias("ddigest"),
+        horizon,
+        to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
     )
-    schema = StructType([*ROUTED.fields, StructField(horizon, TimestampType())])
+    schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
-        statefulProcessor=SliceCheck(window_ms),
+        statefulProcessor=SliceCheck(window_ms, horizon),
         outputStructType=schema,
         outputMode="Append",
         timeMode="EventTime",
         eventTimeColumnName=horizon,
     )
-    return out.select(*ROUTED_COLUMNS, horizon)
+    out = out.withColumn("rest", from_avro(F.col("rest"), REST_SCHEMA))
+    return out.select(*[F.col(f"rest.{c}").alias(c) for c in ROUTED_COLUMNS], horizon)

@@ -44,7 +44,7 @@ from qmon.connectors.avro import schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
-from qmon.streaming.rows import OUTPUT, ROUTED, Kind, Unit
+from qmon.streaming.rows import OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
 
@@ -340,9 +340,12 @@ def route(
     buckets: int,
     structure_buckets: dict[str, int] | None = None,
     queue_units: list[int] | None = None,
+    structure_rows: bool = True,
 ) -> DataFrame:
-    """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the
+    """Every decoded record -> the rows the per-queue operator receives (kind A, S, C, J), and the
     dead letters and invalid-command replies it passes through (kind P).  One pass over the input.
+    ``structure_rows`` False: an activity's structure copy (kind S) is left to ``structure_copies``, made
+    after the duplicate check (``streaming.dedup``), which then reads one row a record.
 
     A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
@@ -477,10 +480,11 @@ def route(
     topic = F.col("topic")
     # activity: QueueActivity records, and the calls decoded from MQ activity trace (streaming.trace)
     is_activity = topic.isin(names[topics.ACTIVITY], names.get(topics.MQ_TRACE, names[topics.ACTIVITY]))
+    with_structure = F.array(activity, for_structure) if structure_rows else F.array(activity)
     rows = (
         F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
         .when(F.col("dlq_reason").isNotNull(), F.array(dead))
-        .when(is_activity & F.col("ra.structure").isNotNull(), F.array(activity, for_structure))
+        .when(is_activity & F.col("ra.structure").isNotNull(), with_structure)
         .when(is_activity, F.array(activity))
         .when(
             topic == names[topics.CONTROL],
@@ -490,6 +494,28 @@ def route(
     )
     # the watermarked column rides along: Spark's event-time timeout needs it in the operator's input
     return dec.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
+
+
+def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None = None) -> DataFrame:
+    """Each activity row that names a structure, and its copy for the structure's monitor (kind S, key
+    ``(S, structure, placed bucket)``): what ``route`` makes at once when no duplicate check comes between."""
+    types = {f.name: f.dataType.simpleString() for f in ROUTED.fields}
+    placed = F.lit(0)
+    if structure_buckets:
+        chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
+        placed = F.coalesce(chosen[F.col("structure")], F.lit(0))
+    changed = {
+        "unit": F.lit(Unit.STRUCTURE.value),
+        "unit_name": F.col("structure"),
+        "bucket": placed,
+        "shard": F.lit(None),
+        "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
+    }
+    same = F.struct(*[F.col(c) for c in ROUTED_COLUMNS])
+    copy = F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
+    copied = (F.col("kind") == Kind.ACTIVITY.value) & F.col("structure").isNotNull()
+    rows = F.when(copied, F.array(same, copy)).otherwise(F.array(same))
+    return routed.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
 def build(
@@ -529,11 +555,13 @@ def build(
     dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    routed = route(dec, names, buckets, structure_buckets, queue_units)
-    if dedup_window_ms is not None:
+    if dedup_window_ms is None:
+        routed = route(dec, names, buckets, structure_buckets, queue_units)
+    else:  # the check reads one row a record: the structure's copies are made after it
         from qmon.streaming.dedup import dedup_step
 
-        routed = dedup_step(routed, dedup_window_ms, HORIZON)
+        routed = route(dec, names, buckets, structure_buckets, queue_units, structure_rows=False)
+        routed = structure_copies(dedup_step(routed, dedup_window_ms, HORIZON), structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
     if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison

@@ -171,7 +171,7 @@ class MonitorConfig(_Model):
     dedup_window: str = "10 minutes"
     dedup_max: int = Field(256, ge=1, le=1_000_000)
     dedup_state: Literal["queue", "slice"] = Field(
-        "queue",
+        "slice",
         description="where remembered event ids live: in each queue's state (at most dedup_max), or in a "
         "step ahead of the monitor, by 10-second slice of ts (every id within dedup_window); fixed for a checkpoint",
     )

@@ -325,9 +325,9 @@ class Recent:
 # The ids kept apart from the monitor, by slice of ts: a duplicate check of its own, ahead of the monitor
 # (``qmon.streaming.dedup``), so that a micro-batch writes the ids of the slices its records fall in, not
 # every id every touched unit remembers.  A resend carries its original's ts and event_id, so it meets
-# them in the same slice.  Each side keeps its own verdict, as with ``monitor.dedup_state: queue``: the
-# queue's (rows of kind A) and the structure's (kind S).  Every id of the slice is remembered (no
-# ``dedup_max``) until the slice expires (``slice_expiry``).
+# them in the same slice.  A record has one verdict, for its queue and its structure alike: the first copy
+# of a record (its queue manager, queue and event_id) in the slice is kept, the others dropped.  Every id of
+# the slice is remembered (no ``dedup_max``) until the slice expires (``slice_expiry``).
 
 #: ms of ts in a slice
 SLICE_MS = 10_000
@@ -346,31 +346,19 @@ def slice_expiry(slice_: int, clock_ms: int, window_ms: int) -> int:
     return max((slice_ + 1) * SLICE_MS, clock_ms) + window_ms
 
 
-def record_key(qmgr: str, queue: str, event_id: str) -> str:
-    """What a slice remembers a record by: its event_id for its queue (a repeated event_id is a duplicate
-    for the same queue of the same queue manager only).  Lengths first, so no two triples give one key."""
-    return f"{len(qmgr)}:{qmgr}{len(queue)}:{queue}{event_id}"
-
-
-def record_digest(qmgr: str, queue: str, event_id: str) -> int:
-    """``digest`` of ``record_key`` as a signed 64-bit int (little-endian): how a slice holds it."""
-    return int.from_bytes(digest(record_key(qmgr, queue, event_id)), "little", signed=True)
-
-
 class SliceIds:
-    """One slice's remembered ids, the per-record rule: a row is a duplicate when its side (the queue's,
-    ``structure=False``, or the structure's) already holds its record's digest; otherwise the side
-    remembers it.  Rows are given in the monitor's order, (ts, rank, partition, offset), so the first copy
-    of a record is the one kept.  ``qmon.streaming.dedup.fresh_rows`` applies it to a batch at once."""
+    """One slice's remembered records, the per-record rule: a record is a duplicate when the slice holds its
+    key (its queue manager, queue and event_id; the step holds a 64-bit hash of them); otherwise the slice
+    remembers it.  Records are given in the monitor's order, (ts, rank, partition, offset), so the first
+    copy of a record is the one kept.  ``qmon.streaming.dedup.fresh_rows`` applies it to a batch at once."""
 
-    __slots__ = ("sides",)
+    __slots__ = ("held",)
 
-    def __init__(self, queue_side: Iterable[int] = (), structure_side: Iterable[int] = ()) -> None:
-        self.sides = (set(queue_side), set(structure_side))
+    def __init__(self, held: Iterable[Any] = ()) -> None:
+        self.held = set(held)
 
-    def seen(self, digest_: int, structure: bool) -> bool:
-        held = self.sides[structure]
-        if digest_ in held:
+    def seen(self, key: Any) -> bool:
+        if key in self.held:
             return True
-        held.add(digest_)
+        self.held.add(key)
         return False

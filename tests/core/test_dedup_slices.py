@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qmon.core.config import Config
-from qmon.core.dedup import SLICE_MS, Recent, SliceIds, record_digest, record_key, slice_expiry, slice_of
+from qmon.core.dedup import SLICE_MS, Recent, SliceIds, slice_expiry, slice_of
 from qmon.streaming.dedup import fresh_rows
 
 
@@ -22,20 +22,11 @@ def test_a_slice_is_forgotten_a_window_after_its_end_or_after_it_was_first_seen(
     assert slice_expiry(5, clock_ms=3_600_000, window_ms=window) == 3_600_000 + window
 
 
-def test_a_record_is_remembered_by_its_queue_manager_queue_and_event_id():
-    keys = {
-        record_key(*t) for t in (("QM1", "Q1", "E1"), ("QM1", "Q1E", "1"), ("QM1Q", "1", "E1"), ("QM2", "Q1", "E1"))
-    }
-    assert len(keys) == 4  # no two triples share a key
-    d = record_digest("QM1", "Q1", "E1")
-    assert isinstance(d, int) and -(2**63) <= d < 2**63 and d == record_digest("QM1", "Q1", "E1")
-
-
-def test_each_side_keeps_the_first_copy():
+def test_a_slice_keeps_the_first_copy_of_a_record():
     ids = SliceIds()
-    assert [ids.seen(7, False), ids.seen(7, True), ids.seen(7, False), ids.seen(7, True)] == [False, False, True, True]
-    again = SliceIds(*ids.sides)
-    assert again.seen(7, False) and again.seen(7, True) and not again.seen(8, False)
+    first = ("QM1", "Q1", "E1")
+    assert [ids.seen(first), ids.seen(("QM1", "Q2", "E1")), ids.seen(first)] == [False, False, True]
+    assert SliceIds(ids.held).seen(first)  # as restored from the state
 
 
 def test_the_monitors_own_check_is_off_with_a_slice_step():
@@ -44,30 +35,51 @@ def test_the_monitors_own_check_is_off_with_a_slice_step():
     assert recent.duplicate(holder, "E1", 1) is False and recent.duplicate(holder, "E1", 1) is False
     assert recent.duplicates(holder, ["E1", "E1"], [1, 1]) == [False, False]
     assert holder == {"recent": {}}  # nothing remembered, nothing written
-    config = Config.model_validate({"monitor": {"dedup_state": "slice"}})
+    config = Config()  # slice by default
+    assert config.monitor.dedup_state == "slice"
     assert config.monitor_settings().dedup_max == 0 and config.structure_settings().dedup_max == 0
-    assert Config().monitor_settings().dedup_max == 256
+    assert Config.model_validate({"monitor": {"dedup_state": "queue"}}).monitor_settings().dedup_max == 256
     assert config.monitor_settings("queue").dedup_max == 256  # as a checkpoint started with queue keeps it
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(
-        st.lists(st.tuples(st.integers(0, 12), st.booleans()), max_size=40),  # (record id, structure side)
-        min_size=1,
-        max_size=4,
-    )
+    st.lists(st.lists(st.integers(-(2**63), -(2**63) + 12) | st.integers(0, 12), max_size=40), min_size=1, max_size=4)
 )
-def test_a_batch_at_once_is_the_rule_row_by_row(batches):
-    """Property: ``fresh_rows`` over batches of rows (copies of a few ids, both sides) keeps exactly the rows
-    ``SliceIds.seen`` keeps row by row, and holds what it holds after every batch."""
+def test_a_batch_at_once_is_the_rule_record_by_record(batches):
+    """Property: ``fresh_rows`` over batches of digests (copies of a few records, extreme values too) keeps
+    exactly the records ``SliceIds.seen`` keeps one by one, and holds what it holds after every batch."""
     rule = SliceIds()
-    held_q = held_s = np.empty(0, dtype=np.int64)
-    for rows in batches:
-        digests = np.array([record_digest("QM1", "Q", str(r)) for r, _ in rows], dtype=np.int64)
-        side = np.array([s for _, s in rows], dtype=bool)
-        keep, held_q, held_s = fresh_rows(held_q, held_s, digests, side)
-        want = [not rule.seen(int(d), bool(s)) for d, s in zip(digests, side, strict=True)]
-        assert keep.tolist() == want
-        assert set(held_q.tolist()) == rule.sides[0] and len(held_q) == len(rule.sides[0])
-        assert set(held_s.tolist()) == rule.sides[1] and len(held_s) == len(rule.sides[1])
+    held = np.empty(0, dtype=np.int64)
+    for batch in batches:
+        digests = np.array(batch, dtype=np.int64)
+        keep, held = fresh_rows(held, digests)
+        assert keep.tolist() == [not rule.seen(d) for d in batch]
+        assert sorted(held.tolist()) == sorted(rule.held)
+
+
+def test_copies_in_a_batch_are_put_in_the_monitors_order_and_nothing_else_is_read():
+    """The step reads a row's packed columns only when its record comes twice in the batch; the copies are
+    then ordered (ts, rank, partition, offset), so the first copy kept is the monitor's first."""
+    import io
+
+    import fastavro
+    import pandas as pd
+
+    from qmon.streaming.dedup import REST_SCHEMA_DICT, first_copies_order
+
+    def packed(ts, partition, offset):
+        row = {f["name"]: None for f in REST_SCHEMA_DICT["fields"]}
+        row.update(ts=ts, rank=1, src_partition=partition, src_offset=offset)
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(REST_SCHEMA_DICT), row)
+        return out.getvalue()
+
+    assert first_copies_order(np.array([5, 6, 7]), pd.Series([b"not read"] * 3)).tolist() == [0, 1, 2]
+    # 9 comes three times: at offsets 30 (p0), 10 (p1) and 20 (p0) of one ts; the monitor's order is p0/20,
+    # p0/30, p1/10
+    rest = pd.Series([packed(1, 0, 30), b"not read", packed(1, 1, 10), packed(1, 0, 20)])
+    order = first_copies_order(np.array([9, 4, 9, 9]), rest)
+    assert order.tolist() == [3, 1, 0, 2]
+    keep, _ = fresh_rows(np.empty(0, dtype=np.int64), np.array([9, 4, 9, 9])[order])
+    assert order[keep].tolist() == [3, 1]  # the copy at p0/20, and the other record

@@ -12,7 +12,7 @@ import pytest
 from qmon.connectors import avro
 from qmon.core import topics
 from qmon.core.config import Config
-from qmon.core.dedup import SliceIds, record_digest, slice_of
+from qmon.core.dedup import SliceIds, slice_of
 from qmon.core.queues import MonitorSettings
 from qmon.core.reference import run_reference
 from tests.streams import random_stream
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.spark
 
 def first_copies(records: list[dict]) -> list[dict]:
     """The step's rule over a file, one record at a time: activity in (ts, file position) order, a
-    ``SliceIds`` per slice of ts (the queue's side: these records name no structure)."""
+    ``SliceIds`` per slice of ts."""
     slices: dict[int, SliceIds] = {}
     dropped = set()
     for i in sorted(range(len(records)), key=lambda i: (records[i]["ts"], i)):
@@ -30,7 +30,7 @@ def first_copies(records: list[dict]) -> list[dict]:
         if "op" not in r:
             continue
         ids = slices.setdefault(slice_of(r["ts"]), SliceIds())
-        if ids.seen(record_digest(r["qmgr"], r["queue"], r["event_id"]), False):
+        if ids.seen((r["qmgr"], r["queue"], r["event_id"])):
             dropped.add(i)
     return [r for i, r in enumerate(records) if i not in dropped]
 

@@ -22,7 +22,8 @@ Steps:
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. With ``monitor.dedup_state: slice`` only, a duplicate check ahead of the monitor (``streaming.dedup``).
+4. With ``monitor.dedup_state: slice`` (the default), a duplicate check ahead of the monitor
+   (``streaming.dedup``) over one row a record; the structures' rows are made after it (``structure_copies``).
 5. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:

@@ -122,7 +122,10 @@ def run(
 ) -> tuple[float, float, dict[str, float], list[pd.DataFrame], int]:
     """(seconds converting, seconds in the operator and in it per kind of unit (Q, S: the rows' calls; the
     timeouts apart), its outputs, the bytes of state at the end)."""
-    monitor = Monitor(config.monitor_settings(), config.structure_settings(), duration_ms(config.monitor.queue_ttl))
+    # (the monitor with its own duplicate check, monitor.dedup_state: queue: the check ahead of it is not here)
+    monitor = Monitor(
+        config.monitor_settings("queue"), config.structure_settings("queue"), duration_ms(config.monitor.queue_ttl)
+    )
     groups = Groups(monitor)
     convert = operate = 0.0
     per_unit: dict[str, float] = {}
@@ -150,7 +153,7 @@ def run(
 
 def expected_ids(recs: list[dict[str, Any]], config: Any) -> set[str]:
     """The pure modules, record by record in ts order (the throughput benchmark's baseline without Kafka)."""
-    settings, ssettings = config.monitor_settings(), config.structure_settings()
+    settings, ssettings = config.monitor_settings("queue"), config.structure_settings("queue")
     queues: dict[str, QueueMonitor] = {}
     structs: dict[str, StructureMonitor] = {}
     ids: set[str] = set()

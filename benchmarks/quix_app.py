@@ -94,7 +94,8 @@ def main() -> int:
     from quixstreams.state.rocksdb import RocksDBOptions
 
     config = Config.model_validate(json.loads(Path(config_path).read_text()))
-    settings, ssettings = config.monitor_settings(), config.structure_settings()
+    # (the rules' own duplicate check, as the baseline's: Quix has no step ahead of them)
+    settings, ssettings = config.monitor_settings("queue"), config.structure_settings("queue")
     app = Application(
         broker_address=bootstrap,
         consumer_group=f"quix-{uuid.uuid4().hex[:8]}",

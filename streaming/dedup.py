@@ -53,7 +53,6 @@ REST_SCHEMA_DICT = {
 }
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 _PARSED = fastavro.parse_schema(REST_SCHEMA_DICT)
-_CENTURY_MS = 36_500 * 86_400_000  # (HORIZON is the arrival clock a century ahead: pipeline.HORIZON)
 
 #: the step's state for a key: the digests it holds
 IDS = StructType([StructField("ids", BinaryType())])
@@ -93,8 +92,8 @@ def first_copies_order(digests: np.ndarray, rest: pd.Series) -> np.ndarray:
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int, horizon: str) -> None:
-        self.window_ms, self.horizon = window_ms, horizon
+    def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
+        self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -118,7 +117,7 @@ class SliceCheck(StatefulProcessor):
         if stored is None:
             # the arrival clock (the rows' broker time, from the watermarked column, or the watermark if later:
             # the watermark alone is not yet the arrival clock in a query's first batch)
-            clock = int(pd.Timestamp(pdf[self.horizon].max()).timestamp() * 1000) - _CENTURY_MS
+            clock = int(pd.Timestamp(pdf[self.horizon].max()).timestamp() * 1000) - self.ahead_ms
             clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
         if keep.all():
@@ -131,9 +130,10 @@ class SliceCheck(StatefulProcessor):
         return iter(())
 
 
-def dedup_step(routed: DataFrame, window_ms: int, horizon: str) -> DataFrame:
+def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -> DataFrame:
     """The routed rows (one a record: no structure copies yet) less their duplicates (``monitor.dedup_state:
-    slice``), with the watermarked column ``horizon``: the operator ahead of the monitor."""
+    slice``), with the watermarked column ``horizon``, the arrival clock ``ahead_ms`` ahead
+    (``pipeline.HORIZON``): the operator ahead of the monitor."""
     checked = F.col("kind") == Kind.ACTIVITY.value
     digest = F.xxhash64("qmgr", "queue", "event_id")
     keyed = routed.select(
@@ -148,7 +148,7 @@ def dedup_step(routed: DataFrame, window_ms: int, horizon: str) -> DataFrame:
     )
     schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
-        statefulProcessor=SliceCheck(window_ms, horizon),
+        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
         outputStructType=schema,
         outputMode="Append",
         timeMode="EventTime",

@@ -335,6 +335,14 @@ def _dead_letter_value(reason_code: Column) -> Column:
     return to_avro(dl, schema_text("DeadLetter"))
 
 
+def _structure_bucket(structure: Column, structure_buckets: dict[str, int] | None) -> Column:
+    """The bucket of a structure's key: the one placed for it (``qmon.core.placement``), else 0."""
+    if not structure_buckets:
+        return F.lit(0)
+    chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
+    return F.coalesce(chosen[structure], F.lit(0))
+
+
 def route(
     dec: DataFrame,
     names: dict[str, str],
@@ -416,10 +424,7 @@ def route(
     )
     # the same activity, for its structure's monitor (key: the structure)
     # (its bucket places the structure's key on a partition of its own: see qmon.core.placement)
-    placed = F.lit(0)
-    if structure_buckets:
-        chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
-        placed = F.coalesce(chosen[F.col("ra.structure")], F.lit(0))
+    placed = _structure_bucket(F.col("ra.structure"), structure_buckets)
     for_structure = _routed(
         unit=F.lit(Unit.STRUCTURE.value),
         unit_name=F.col("ra.structure"),
@@ -501,14 +506,10 @@ def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None
     """Each activity row that names a structure, and its copy for the structure's monitor (kind S, key
     ``(S, structure, placed bucket)``): what ``route`` makes at once when no duplicate check comes between."""
     types = {f.name: f.dataType.simpleString() for f in ROUTED.fields}
-    placed = F.lit(0)
-    if structure_buckets:
-        chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
-        placed = F.coalesce(chosen[F.col("structure")], F.lit(0))
     changed = {
         "unit": F.lit(Unit.STRUCTURE.value),
         "unit_name": F.col("structure"),
-        "bucket": placed,
+        "bucket": _structure_bucket(F.col("structure"), structure_buckets),
         "shard": F.lit(None),
         "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
     }
@@ -562,7 +563,8 @@ def build(
         from qmon.streaming.dedup import dedup_step
 
         routed = route(dec, names, buckets, structure_buckets, queue_units, structure_rows=False)
-        routed = structure_copies(dedup_step(routed, dedup_window_ms, HORIZON), structure_buckets)
+        checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
+        routed = structure_copies(checked, structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
     if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison

@@ -93,7 +93,8 @@ def placement(
     from qmon.streaming.rows import Unit  # (not at import: the CLI imports this module for CheckpointError)
 
     doc = _read(spark, checkpoint) or {}
-    if "queue_units" not in doc and _has_batches(spark, checkpoint):
+    ran = _has_batches(spark, checkpoint)
+    if "queue_units" not in doc and ran:
         raise CheckpointError(
             f"{checkpoint}: this checkpoint was written by a qmon before 0.4.0 (or an earlier 0.4.0 build), whose "
             "state is keyed by queue manager shard; this qmon groups the shards into units and cannot read it. Start the job with a new "
@@ -125,7 +126,6 @@ def placement(
             checkpoint,
             shards,
         )
-    ran = _has_batches(spark, checkpoint)
     kept = str(doc.get("dedup_state") or ("queue" if ran else dedup_state))
     if kept != dedup_state:
         logger.warning(

@@ -266,6 +266,30 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     ]
 
 
+def _payroll_of_two(
+    bootstrap: str, prefix: str, monitor: dict[str, Any], structures: list[dict[str, Any]] | None = None
+) -> Config:
+    """A job's configuration (``monitor`` and ``structures`` as given), its topics, and queue manager IMSA's
+    1PAYROLL set to raise QDEPTH_HIGH at a depth of 2 (MAXDEPTH(2), QDEPTHHI(100))."""
+    config = Config.model_validate(
+        {
+            "kafka": {"topic_prefix": prefix, "partitions": 2},
+            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "monitor": monitor,
+            "structures": structures or [],
+        }
+    )
+    ensure_topics(bootstrap, 2, prefix=prefix)
+    send_commands(
+        bootstrap,
+        "IMSA",
+        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
+        ts=T0,
+        prefix=prefix,
+    )
+    return config
+
+
 @pytest.mark.parametrize("dedup_state", ["queue", "slice"])
 def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path, dedup_state):
     """Duplicate suppression through the real path, across micro-batches (the remembered event ids
@@ -273,23 +297,9 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
     its structure's usage; the next new PUT is the one that reaches both thresholds.  The first batch's two
     new ids of one queue are remembered in bulk (``screen``), the second batch's two copies of one of them
     are found one by one.  With ``monitor.dedup_state: slice`` the ids are held by the step ahead of the
-    monitor (``streaming.dedup``), on both sides."""
-    config = Config.model_validate(
-        {
-            "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
-            "monitor": {"dedup_state": dedup_state},
-            "structures": [{"strname": "MSGQ1", "size": 100}],  # 200 data elements; a 51,200-byte put is half
-        }
-    )
-    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    send_commands(
-        kafka_bootstrap,
-        "IMSA",
-        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
-        ts=T0,
-        prefix=prefix,
-    )
+    monitor (``streaming.dedup``), one verdict for the record's queue and its structure."""
+    # (200 data elements; a 51,200-byte put is half)
+    config = _payroll_of_two(kafka_bootstrap, prefix, {"dedup_state": dedup_state}, [{"strname": "MSGQ1", "size": 100}])
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     second = activity(2, "PUT", 3_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     failed = activity(9, "PUT", 500, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200, reason=2053)
@@ -311,21 +321,7 @@ def test_a_slice_s_ids_are_forgotten_a_window_after_they_arrived(spark, kafka_bo
     copy of a PUT sent after that counts again: the queue reaches MAXDEPTH(2) with it."""
     import time
 
-    config = Config.model_validate(
-        {
-            "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
-            "monitor": {"dedup_state": "slice", "dedup_window": "2 seconds"},
-        }
-    )
-    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    send_commands(
-        kafka_bootstrap,
-        "IMSA",
-        ["ALTER QMGR PERFMEV(ENABLED)", "ALTER QLOCAL(1PAYROLL) MAXDEPTH(2) QDEPTHHI(100) QDPHIEV(ENABLED)"],
-        ts=T0,
-        prefix=prefix,
-    )
+    config = _payroll_of_two(kafka_bootstrap, prefix, {"dedup_state": "slice", "dedup_window": "2 seconds"})
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA")
     other = activity(2, "GET", 2_000, queue="1OTHER", qmgr="IMSA")
     ckpt = str(tmp_path / "ckpt")

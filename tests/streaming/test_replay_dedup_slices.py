@@ -71,3 +71,75 @@ def test_slice_step_keeps_first_copies_and_the_monitor_equals_the_pure_module(re
         for e in run_reference(records, MonitorSettings(dedup_max=0), final_clock=final_clock)
     )
     assert unchecked != want
+
+
+def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chunks(spark, tmp_path):
+    """The step takes a key's rows a chunk at a time, as they come, and marks a copy met after another in the
+    batch; the monitor, its rows sorted, keeps the first copy in its order (``first_copies``): the monitor's
+    first even when the input does not come in its order (shuffled here), when other records of the same ts
+    come between a record's copies, and when a key's rows span many chunks (chunks of 7 rows)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from qmon.streaming.dedup import dedup_step
+    from qmon.streaming.operators import first_copies
+    from qmon.streaming.rows import ROUTED, ROUTED_COLUMNS, Kind
+
+    rng = random.Random(7)
+    base = dict.fromkeys(ROUTED_COLUMNS)
+    rows, offsets = [], {0: 0, 1: 0}
+    for i in range(120):
+        ts = 1_000 + i // 30  # 30 records a ts: a record's two copies have others between them
+        queue = f"Q{rng.randrange(4)}"
+        copies = [1, 0] if i % 3 else [1]  # every record from partition 1 first; two in three again from 0
+        for part in copies:
+            offsets[part] += 1
+            rows.append(
+                base
+                | dict(
+                    kind=Kind.ACTIVITY.value,
+                    qmgr="QM1",
+                    queue=queue,
+                    event_id=f"e{i}",
+                    op="PUT",
+                    ts=ts,
+                    rank=1,
+                    src_partition=part,
+                    src_offset=offsets[part] + rng.randrange(3) * 1000,
+                )
+            )
+    rows.append(base | dict(kind=Kind.JOURNAL.value, qmgr="QM1", ts=1_000, rank=0, src_partition=0, src_offset=1))
+    rng.shuffle(rows)  # the input's order is not the monitor's
+    # (the copies sharing (ts, rank) are ordered by partition, then offset: the monitor's first is the lowest)
+    want = {}
+    for r in sorted(rows, key=lambda r: (r["ts"], r["rank"], r["src_partition"], r["src_offset"])):
+        if r["kind"] == Kind.ACTIVITY.value:
+            want.setdefault(r["event_id"], (r["src_partition"], r["src_offset"]))
+    data = tmp_path / "routed"
+    spark.createDataFrame(rows, ROUTED).coalesce(1).write.parquet(str(data))
+    stream = spark.readStream.schema(ROUTED).parquet(str(data))
+    stream = stream.withColumn("HORIZON", F.timestamp_millis(F.col("ts") + F.lit(10**12)))
+    stream = stream.withWatermark("HORIZON", "0 seconds")
+    got: list = []
+    previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "7")
+    try:
+        query = (
+            dedup_step(stream, 600_000, "HORIZON", 10**12)
+            .writeStream.foreachBatch(lambda b, _i: got.extend(b.collect()))
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
+    assert query.exception() is None
+    passed = pd.DataFrame([r.asDict() for r in got]).sort_values(["ts", "rank", "src_partition", "src_offset"])
+    assert passed["dcopy"].sum() > 0  # copies met after their first: passed, marked
+    kept = first_copies(passed.reset_index(drop=True))
+    activity = kept[kept["kind"] == Kind.ACTIVITY.value]
+    assert len(activity) == len(want) == 120
+    copies = zip(activity["event_id"], activity["src_partition"], activity["src_offset"], strict=True)
+    assert {e: (p, o) for e, p, o in copies} == want
+    assert kept[kept["kind"] != Kind.ACTIVITY.value]["kind"].tolist() == [Kind.JOURNAL.value]

@@ -169,6 +169,11 @@ def session(
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
+        # one pool of Python workers for every Python step: Spark keeps a daemon and its workers per set of
+        # worker environment variables, and its SQL runners add SPARK_SIMPLIFIED_TRACEBACK where
+        # transformWithStateInPandas' runner does not (monitor.dedup_state: slice had a second pool: two
+        # more workers, ~430 MiB at 1,000,000 records, and a second daemon to start); tracebacks are whole
+        "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **(extra or {}),
     }

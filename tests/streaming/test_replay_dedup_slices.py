@@ -5,6 +5,7 @@ exactly the pure module's over the records kept."""
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -143,3 +144,34 @@ def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chu
     copies = zip(activity["event_id"], activity["src_partition"], activity["src_offset"], strict=True)
     assert {e: (p, o) for e, p, o in copies} == want
     assert kept[kept["kind"] != Kind.ACTIVITY.value]["kind"].tolist() == [Kind.JOURNAL.value]
+
+
+def test_the_check_and_the_monitor_share_one_pool_of_python_workers(replay_factory):
+    """Spark keeps a daemon and its workers per set of worker environment variables: with the session's
+    settings, the check's ``transformWithStateInPandas`` and the monitor's ``applyInPandasWithState`` run in
+    one pool (a second pool was two more workers and ~430 MiB at 1,000,000 records)."""
+    records = [
+        {"event_id": f"e{i % 5}", "qmgr": "QM1", "queue": "Q1", "op": "PUT", "ts": 1_000 + i, "depth_after": i}
+        for i in range(10)
+    ]
+    replay_factory(records, Config.model_validate({"monitor": {"dedup_state": "slice"}}))
+    daemons = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if b"pyspark.daemon" in cmdline and b"pyspark.daemon" not in open(f"/proc/{ppid}/cmdline", "rb").read():
+            daemons.append(int(pid))  # (a daemon's workers are forks of it: the same command line)
+    mine = [d for d in daemons if _descends_from(d, os.getpid())]
+    assert len(mine) == 1, mine
+
+
+def _descends_from(pid: int, root: int) -> bool:
+    while pid > 1:
+        if pid == root:
+            return True
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    return False

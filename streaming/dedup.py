@@ -62,6 +62,9 @@ _EMPTY = np.empty(0, dtype=np.int64)
 #: the step's grouping key and the digest: read, not passed on
 _KEYS = ("dslice", "dpart", "ddigest")
 
+#: the watermarked column as the step reads it: epoch milliseconds
+_HMS = "hms"
+
 #: the step's output: a row passed, marked ``dcopy`` when its record was met before it in the batch
 DCOPY = "dcopy"
 
@@ -97,7 +100,7 @@ class SliceCheck(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         if int(key[0]) < 0:  # not activity: nothing to check
             for pdf in rows:
-                yield pdf[[c for c in pdf.columns if c not in _KEYS]].assign(**{DCOPY: False})
+                yield self._out(pdf, None, np.zeros(len(pdf), dtype=bool))
             return
         # a chunk at a time, as PySpark hands a key's rows over (chunks of spark.sql.execution.arrow.
         # maxRecordsPerBatch rows): a backlog's slice is never held whole in a Python worker
@@ -108,20 +111,26 @@ class SliceCheck(StatefulProcessor):
         for pdf in rows:
             passed, again, met = checked(before, met, pdf["ddigest"].to_numpy(dtype=np.int64))
             if stored is None:
-                top = pdf[self.horizon].max()
+                top = int(pdf[_HMS].max())
                 latest = top if latest is None or top > latest else latest
             if passed.any():
-                out = pdf[[c for c in pdf.columns if c not in _KEYS]]
-                out = out.assign(**{DCOPY: again}) if passed.all() else out[passed].assign(**{DCOPY: again[passed]})
-                yield out
+                yield self._out(pdf, None if passed.all() else passed, again)
         if stored is None or len(met):
             self.ids.update((np.concatenate([before, met]).tobytes(),))
         if stored is None:
             # the arrival clock (the rows' broker time, from the watermarked column, or the watermark if later:
             # the watermark alone is not yet the arrival clock in a query's first batch)
-            clock = int(pd.Timestamp(latest).timestamp() * 1000) - self.ahead_ms
+            clock = int(latest) - self.ahead_ms
             clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
+
+    def _out(self, pdf: pd.DataFrame, rows: np.ndarray | None, marks: np.ndarray) -> pd.DataFrame:
+        """The step's output for a chunk's ``rows`` (all when None): the watermarked column made again from its
+        milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup: ~1.3 µs)."""
+        hms, rest = pdf[_HMS].to_numpy(dtype=np.int64), pdf["rest"].to_numpy()
+        if rows is not None:
+            hms, rest, marks = hms[rows], rest[rows], marks[rows]
+        return pd.DataFrame({self.horizon: pd.to_datetime(hms, unit="ms", utc=True), "rest": rest, DCOPY: marks})
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         self.ids.clear()
@@ -141,7 +150,7 @@ def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -
         .cast("int")
         .alias("dpart"),
         F.when(activity, digest).otherwise(F.lit(0)).cast("long").alias("ddigest"),
-        horizon,
+        F.unix_millis(F.col(horizon)).alias(_HMS),
         to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
     )
     schema = StructType(

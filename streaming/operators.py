@@ -191,7 +191,7 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
 
 def first_copies(pdf: pd.DataFrame) -> pd.DataFrame:
     """``monitor.dedup_state: slice``: of a record's copies that one batch brought (the check passes them all,
-    each after the first it met marked ``dcopy``: ``dedup.checked``), the first in the monitor's order.
+    each after the first it met marked ``dcopy``: ``slice_check.checked``), the first in the monitor's order.
     ``pdf`` is a unit's rows sorted in that order (``sorted_input``); a record is its queue manager, queue and
     event_id.  Without a marked row (the common case, and ``dedup_state: queue``) the rows are returned as
     they are."""

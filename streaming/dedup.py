@@ -12,15 +12,15 @@ computed in the JVM (every copy of a record meets its first in one key, and a sl
 ``PARTS`` keys).  Rows of other kinds (commands, journal status, dead letters) get the slice -1 and pass
 untouched.  Python reads only what the check needs (the digest, and the watermarked column for a new key's
 timer); the rest of a row travels as one Avro value (``rest``), packed before the step and unpacked after it
-in the JVM, since the step's Python side costs per column of every row.  It takes a key's rows a chunk at a
-time, as they come (a backlog's slice is never held whole in a Python worker): a record's copies within a
-batch all pass, each after the first met marked ``dcopy``, and the monitor, which sorts its rows, keeps the
-first copy in its order (``operators.first_copies``).
+in the JVM, since the step's Python side costs per column of every row.  A key's rows are gathered as three
+arrays (the packed values by reference) and its output yielded in frames of 10,000 rows: of a record's copies
+in a batch, the first in the monitor's order is kept (the packed columns of a record that comes twice are read
+to find it), with one verdict for its queue and its structure.
 
 It is a ``transformWithStateInPandas`` (Spark refuses a second ``applyInPandasWithState``, and refuses any
 stateful operator after one with an event-time timeout) in event-time mode on the watermarked column, which
 its rows keep, so the monitor's timeouts still fire.  Each key holds its digests in one ``ValueState`` (a
-byte string of 8-byte ints), read once and written once when a batch touches the key; an event-time timer
+byte string of 8-byte ints), read once when a batch touches the key and written once when it holds new ids; an event-time timer
 forgets them (``qmon.core.dedup.slice_expiry``).  The processor is ``streaming.slice_check.SliceCheck``.
 """
 
@@ -31,23 +31,16 @@ import json
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
-from pyspark.sql.types import BinaryType, BooleanType, StructField, StructType, TimestampType
+from pyspark.sql.types import BinaryType, StructField, StructType, TimestampType
 
 from qmon.core.dedup import SLICE_MS
-from qmon.streaming.rows import ROUTED, ROUTED_COLUMNS, Kind
-from qmon.streaming.slice_check import DCOPY, HMS, SliceCheck
+from qmon.streaming.rows import ROUTED_COLUMNS, Kind
+from qmon.streaming.slice_check import HMS, REST_SCHEMA_DICT, SliceCheck
 
 #: keys a slice's ids are split over (by hash), so that a batch of one slice is not one task's
 PARTS = 4
 
-#: a row's routed columns travel through the step packed in one Avro value, ``rest``: the step's Python side
-#: costs per column of every row, and never reads them
-_AVRO = {"string": "string", "int": "int", "bigint": "long", "boolean": "boolean", "binary": "bytes"}
-REST_SCHEMA_DICT = {
-    "type": "record",
-    "name": "Rest",
-    "fields": [{"name": f.name, "type": ["null", _AVRO[f.dataType.simpleString()]]} for f in ROUTED.fields],
-}
+#: the packed value's Avro schema (``slice_check.REST_SCHEMA_DICT``), as Spark's ``to_avro`` and ``from_avro`` take it
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 
 
@@ -67,9 +60,7 @@ def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -
         F.unix_millis(F.col(horizon)).alias(HMS),
         to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
     )
-    schema = StructType(
-        [StructField(horizon, TimestampType()), StructField("rest", BinaryType()), StructField(DCOPY, BooleanType())]
-    )
+    schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
         statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
         outputStructType=schema,
@@ -78,4 +69,4 @@ def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -
         eventTimeColumnName=horizon,
     )
     out = out.withColumn("rest", from_avro(F.col("rest"), REST_SCHEMA))
-    return out.select(*[F.col(f"rest.{c}").alias(c) for c in ROUTED_COLUMNS], horizon, DCOPY)
+    return out.select(*[F.col(f"rest.{c}").alias(c) for c in ROUTED_COLUMNS], horizon)

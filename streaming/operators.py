@@ -189,24 +189,6 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
     return pd.DataFrame(columns, copy=False)
 
 
-def first_copies(pdf: pd.DataFrame) -> pd.DataFrame:
-    """``monitor.dedup_state: slice``: of a record's copies that one batch brought (the check passes them all,
-    each after the first it met marked ``dcopy``: ``slice_check.checked``), the first in the monitor's order.
-    ``pdf`` is a unit's rows sorted in that order (``sorted_input``); a record is its queue manager, queue and
-    event_id.  Without a marked row (the common case, and ``dedup_state: queue``) the rows are returned as
-    they are."""
-    if "dcopy" not in pdf.columns:
-        return pdf
-    marked = pdf["dcopy"].to_numpy(dtype=bool, na_value=False)
-    if not marked.any():
-        return pdf
-    activity = pdf["kind"].isin((Kind.ACTIVITY.value, Kind.STRUCTURE_ACTIVITY.value)).to_numpy()
-    copied = activity & pdf["event_id"].isin(set(pdf["event_id"].to_numpy()[marked])).to_numpy()
-    later = np.zeros(len(pdf), dtype=bool)
-    later[copied] = pdf.loc[copied, ["qmgr", "queue", "event_id"]].duplicated(keep="first").to_numpy()
-    return pdf[~later].reset_index(drop=True)
-
-
 def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
     """Rows of kind PASS (dead letters, invalid-command replies, encoded upstream) as output rows."""
     return pd.DataFrame(
@@ -525,7 +507,7 @@ class Monitor:
         if state.hasTimedOut:
             yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
         else:
-            rows = first_copies(sorted_input(pdfs, shards=key[0] == Unit.QUEUES))
+            rows = sorted_input(pdfs, shards=key[0] == Unit.QUEUES)
             yield from self.unit(key).rows(key[1], rows, slot, state.getCurrentWatermarkMs())
 
 
@@ -552,8 +534,7 @@ class MonitorProcessor(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         freeze_imports()
-        rows = first_copies(sorted_input(rows, shards=key[0] == Unit.QUEUES))
-        yield from self.unit(key).rows(key[1], rows, self.slot(key))
+        yield from self.unit(key).rows(key[1], sorted_input(rows, shards=key[0] == Unit.QUEUES), self.slot(key))
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         slot = self.slot(key)

@@ -517,8 +517,7 @@ def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None
     copy = F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
     copied = (F.col("kind") == Kind.ACTIVITY.value) & F.col("structure").isNotNull()
     rows = F.when(copied, F.array(same, copy)).otherwise(F.array(same))
-    extra = [c for c in routed.columns if c not in ROUTED_COLUMNS]  # (the watermarked column, the check's mark)
-    return routed.select(F.explode(rows).alias("x"), *extra).select("x.*", *extra)
+    return routed.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
 def build(

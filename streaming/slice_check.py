@@ -1,11 +1,11 @@
 """``monitor.dedup_state: slice``: the duplicate check's stateful processor (``SliceCheck``) and its batch form of
-the rule (``checked``); ``streaming.dedup`` builds the step around them.
+the rule (``fresh_rows``, ``first_copies_order``); ``streaming.dedup`` builds the step around them.
 
 A module of its own, light to import: Spark starts a new Python process on the driver at a query's first
 micro-batch (``pyspark.sql.streaming.transform_with_state_driver_worker``) to ask the processor for its state,
-and that process imports this module to unpickle it.  numpy and pandas are imported where they are used (the
-workers have them loaded already), so that process does not import them (~0.3 s; PySpark's own part imports
-neither).
+and that process imports this module to unpickle it.  numpy, pandas and fastavro are imported where they are
+used (the workers have them loaded already), so that process does not import them (~0.3 s; PySpark's own part
+imports none of them).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from qmon.core.dedup import slice_expiry
+from qmon.streaming.rows import ROUTED
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,34 +26,59 @@ if TYPE_CHECKING:
 #: the step's state for a key: the digests it holds
 IDS = StructType([StructField("ids", BinaryType())])
 
-#: the step's grouping key and the digest: read, not passed on
-_KEYS = ("dslice", "dpart", "ddigest")
-
 #: the watermarked column as the step reads it: epoch milliseconds
 HMS = "hms"
 
-#: the step's output: a row passed, marked ``dcopy`` when its record was met before it in the batch
-DCOPY = "dcopy"
+#: the rows of one output frame (as PySpark's own chunks: spark.sql.execution.arrow.maxRecordsPerBatch)
+OUT_ROWS = 10_000
+
+#: a row's routed columns travel through the step packed in one Avro value, ``rest``: the step's Python side
+#: costs per column of every row, and it reads them only for a record that comes twice in a batch
+_AVRO = {"string": "string", "int": "int", "bigint": "long", "boolean": "boolean", "binary": "bytes"}
+REST_SCHEMA_DICT = {
+    "type": "record",
+    "name": "Rest",
+    "fields": [{"name": f.name, "type": ["null", _AVRO[f.dataType.simpleString()]]} for f in ROUTED.fields],
+}
+_parsed: list[Any] = []  # (fastavro's parsed schema, made when first needed)
 
 
-def checked(before: np.ndarray, met: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The check of a chunk of a key's rows, in the order they come: which pass (the key did not hold their
-    digest before the batch, ``before``), which of those are marked (their digest was met before them in
-    the batch: in ``met``, or earlier in ``digests``), and the digests met after the chunk.
-
-    Copies within a batch all pass, the later met marked, since the rows do not come in the monitor's order:
-    the monitor keeps the first copy in its order (``operators.first_copies``).  With it, the step is
-    ``SliceIds.seen`` over the batch's records in the monitor's order, whatever order and chunks they come
-    in; the key holds ``before`` and ``met`` after the batch."""
+def fresh_rows(held: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``SliceIds.seen`` for records in order, at once: which are kept (not duplicates), and what the key
+    holds after.  A record is kept when the key does not hold its digest and no earlier record in
+    ``digests`` has it."""
     import numpy as np
 
-    passed = ~np.isin(digests, before) if len(before) else np.ones(len(digests), dtype=bool)
-    first = np.zeros(len(digests), dtype=bool)
-    first[np.unique(digests, return_index=True)[1]] = True  # (the first row of each digest in the chunk)
-    if len(met):
-        first &= ~np.isin(digests, met)
-    new = first & passed
-    return passed, passed & ~first, (np.concatenate([met, digests[new]]) if new.any() else met)
+    keep = np.zeros(len(digests), dtype=bool)
+    keep[np.unique(digests, return_index=True)[1]] = True  # (the first record of each digest)
+    if len(held):
+        keep &= ~np.isin(digests, held)
+    return keep, (np.concatenate([held, digests[keep]]) if keep.any() else held)
+
+
+def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """The positions of a key's rows in an order where each record's copies come as in the monitor's order,
+    (ts, rank, partition, offset), so that the first is the one kept: as given when no record comes twice
+    (the common case: nothing is decoded), else with the copies' packed columns read and sorted."""
+    import io
+
+    import fastavro
+    import numpy as np
+
+    n = len(digests)
+    uniq, inverse, counts = np.unique(digests, return_inverse=True, return_counts=True)
+    if len(uniq) == n:
+        return np.arange(n)
+    if not _parsed:
+        _parsed.append(fastavro.parse_schema(REST_SCHEMA_DICT))
+    twice = np.flatnonzero(counts[inverse] > 1)
+    keys = []
+    for i in twice:
+        r: Any = fastavro.schemaless_reader(io.BytesIO(rest[int(i)]), _parsed[0], None)
+        keys.append((r["ts"], r["rank"], r["src_partition"], r["src_offset"]))
+    order = np.arange(n)
+    order[twice] = twice[sorted(range(len(twice)), key=keys.__getitem__)]
+    return order
 
 
 class SliceCheck(StatefulProcessor):
@@ -68,41 +94,47 @@ class SliceCheck(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         import numpy as np
 
-        if int(key[0]) < 0:  # not activity: nothing to check
-            for pdf in rows:
-                yield self._out(pdf, None, np.zeros(len(pdf), dtype=bool))
-            return
-        # a chunk at a time, as PySpark hands a key's rows over (chunks of spark.sql.execution.arrow.
-        # maxRecordsPerBatch rows): a backlog's slice is never held whole in a Python worker
-        stored = self.ids.get()
-        met = np.empty(0, dtype=np.int64)
-        before = np.frombuffer(stored[0], dtype=np.int64) if stored and stored[0] else met
-        latest = 0  # (the rows' latest watermarked column, ms: PySpark hands a key over with a row at least)
+        # a key's chunks (PySpark hands them over as they come) gathered as three arrays, the packed values by
+        # reference, not as frames: a record's copies may be in any chunk, and the first in the monitor's order
+        # is the one kept, for its queue and its structure at once
+        digests, hms, rest = [], [], []
         for pdf in rows:
-            passed, again, met = checked(before, met, pdf["ddigest"].to_numpy(dtype=np.int64))
-            if stored is None:
-                latest = max(latest, int(pdf[HMS].max()))
-            if passed.any():
-                yield self._out(pdf, None if passed.all() else passed, again)
-        if stored is None or len(met):
-            self.ids.update((np.concatenate([before, met]).tobytes(),))
+            digests.append(pdf["ddigest"].to_numpy(dtype=np.int64))
+            hms.append(pdf[HMS].to_numpy(dtype=np.int64))
+            rest.append(pdf["rest"].to_numpy())
+        del pdf
+        h, r = np.concatenate(hms), np.concatenate(rest)
+        del hms, rest
+        if int(key[0]) < 0:  # not activity: nothing to check
+            yield from self._out(h, r, None)
+            return
+        d = np.concatenate(digests)
+        order = first_copies_order(d, r)
+        stored = self.ids.get()
+        held = np.frombuffer(stored[0], dtype=np.int64) if stored and stored[0] else d[:0]
+        keep, held = fresh_rows(held, d[order])
+        if stored is None or keep.any():
+            self.ids.update((held.tobytes(),))
         if stored is None:
             # the arrival clock (the rows' broker time, from the watermarked column, or the watermark if later:
             # the watermark alone is not yet the arrival clock in a query's first batch)
-            clock = latest - self.ahead_ms
+            clock = int(h.max()) - self.ahead_ms
             clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
+        if keep.any():  # (all kept: no record came twice, and ``order`` is the rows' own)
+            yield from self._out(h, r, None if keep.all() else order[keep])
 
-    def _out(self, pdf: pd.DataFrame, rows: np.ndarray | None, marks: np.ndarray) -> pd.DataFrame:
-        """The step's output for a chunk's ``rows`` (all when None): the watermarked column made again from its
-        milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup: ~1.3 µs)."""
-        import numpy as np
+    def _out(self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None) -> Iterator[pd.DataFrame]:
+        """The step's output, ``rows`` (all when None) in frames of ``OUT_ROWS``: the watermarked column made
+        again from its milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup:
+        ~1.3 µs)."""
         import pandas as pd
 
-        hms, rest = pdf[HMS].to_numpy(dtype=np.int64), pdf["rest"].to_numpy()
         if rows is not None:
-            hms, rest, marks = hms[rows], rest[rows], marks[rows]
-        return pd.DataFrame({self.horizon: pd.to_datetime(hms, unit="ms", utc=True), "rest": rest, DCOPY: marks})
+            hms, rest = hms[rows], rest[rows]
+        for a in range(0, len(hms), OUT_ROWS):
+            at = pd.to_datetime(hms[a : a + OUT_ROWS], unit="ms", utc=True)
+            yield pd.DataFrame({self.horizon: at, "rest": rest[a : a + OUT_ROWS]})
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         self.ids.clear()

@@ -350,9 +350,9 @@ class SliceIds:
     """One slice's remembered records, the per-record rule: a record is a duplicate when the slice holds its
     key (its queue manager, queue and event_id; the step holds a 64-bit hash of them); otherwise the slice
     remembers it.  Records are given in the monitor's order, (ts, rank, partition, offset), so the first
-    copy of a record is the one kept.  ``qmon.streaming.slice_check.checked`` applies it to a batch's chunks at once,
-    in the order they come, and ``qmon.streaming.operators.first_copies`` keeps the first of a record's copies
-    within a batch in the monitor's order."""
+    copy of a record is the one kept.  ``qmon.streaming.slice_check.fresh_rows`` applies it to a batch at once.
+    (The step holds a 64-bit hash of the key: two records whose hashes collide, odds of about 2**-64 a pair,
+    count as one.)"""
 
     __slots__ = ("held",)
 

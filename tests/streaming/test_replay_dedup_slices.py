@@ -75,15 +75,14 @@ def test_slice_step_keeps_first_copies_and_the_monitor_equals_the_pure_module(re
 
 
 def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chunks(spark, tmp_path):
-    """The step takes a key's rows a chunk at a time, as they come, and marks a copy met after another in the
-    batch; the monitor, its rows sorted, keeps the first copy in its order (``first_copies``): the monitor's
-    first even when the input does not come in its order (shuffled here), when other records of the same ts
-    come between a record's copies, and when a key's rows span many chunks (chunks of 7 rows)."""
-    import pandas as pd
+    """The step keeps the monitor's first copy of each record (ts, rank, partition, offset), one verdict for its
+    queue and its structure: even when the input does not come in that order (shuffled here), when other
+    records of the same ts come between a record's copies, when a later copy names another structure, and
+    when a key's rows span many chunks (chunks of 7 rows).  A copy with a ts in another slice is a record
+    of that slice."""
     from pyspark.sql import functions as F
 
     from qmon.streaming.dedup import dedup_step
-    from qmon.streaming.operators import first_copies
     from qmon.streaming.rows import ROUTED, ROUTED_COLUMNS, Kind
 
     rng = random.Random(7)
@@ -107,15 +106,22 @@ def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chu
                     rank=1,
                     src_partition=part,
                     src_offset=offsets[part] + rng.randrange(3) * 1000,
+                    structure="S2" if part == 1 and i % 5 == 0 else "S1",  # (a later copy naming another)
                 )
             )
     rows.append(base | dict(kind=Kind.JOURNAL.value, qmgr="QM1", ts=1_000, rank=0, src_partition=0, src_offset=1))
+    for ts, offset in ((9_999, 900), (10_000, 901), (10_000, 902)):  # slice 0 once, slice 1 twice
+        rows.append(
+            base
+            | dict(kind=Kind.ACTIVITY.value, qmgr="QM1", queue="Q9", event_id="x", op="PUT", ts=ts, rank=1)
+            | dict(src_partition=0, src_offset=offset, structure="S1")
+        )
     rng.shuffle(rows)  # the input's order is not the monitor's
     # (the copies sharing (ts, rank) are ordered by partition, then offset: the monitor's first is the lowest)
     want = {}
     for r in sorted(rows, key=lambda r: (r["ts"], r["rank"], r["src_partition"], r["src_offset"])):
         if r["kind"] == Kind.ACTIVITY.value:
-            want.setdefault(r["event_id"], (r["src_partition"], r["src_offset"]))
+            want.setdefault((r["event_id"], r["ts"] // 10_000), (r["src_partition"], r["src_offset"], r["structure"]))
     data = tmp_path / "routed"
     spark.createDataFrame(rows, ROUTED).coalesce(1).write.parquet(str(data))
     stream = spark.readStream.schema(ROUTED).parquet(str(data))
@@ -136,14 +142,12 @@ def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chu
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
     assert query.exception() is None
-    passed = pd.DataFrame([r.asDict() for r in got]).sort_values(["ts", "rank", "src_partition", "src_offset"])
-    assert passed["dcopy"].sum() > 0  # copies met after their first: passed, marked
-    kept = first_copies(passed.reset_index(drop=True))
-    activity = kept[kept["kind"] == Kind.ACTIVITY.value]
-    assert len(activity) == len(want) == 120
-    copies = zip(activity["event_id"], activity["src_partition"], activity["src_offset"], strict=True)
-    assert {e: (p, o) for e, p, o in copies} == want
-    assert kept[kept["kind"] != Kind.ACTIVITY.value]["kind"].tolist() == [Kind.JOURNAL.value]
+    activity = [r for r in got if r["kind"] == Kind.ACTIVITY.value]
+    assert len(activity) == len(want) == 122
+    kept = {(r["event_id"], r["ts"] // 10_000): (r["src_partition"], r["src_offset"], r["structure"]) for r in activity}
+    assert kept == want
+    assert {k: v for k, v in kept.items() if k[0] == "x"} == {("x", 0): (0, 900, "S1"), ("x", 1): (0, 901, "S1")}
+    assert [r["kind"] for r in got if r["kind"] != Kind.ACTIVITY.value] == [Kind.JOURNAL.value]
 
 
 def test_the_check_and_the_monitor_share_one_pool_of_python_workers(replay_factory):
@@ -157,21 +161,31 @@ def test_the_check_and_the_monitor_share_one_pool_of_python_workers(replay_facto
     replay_factory(records, Config.model_validate({"monitor": {"dedup_state": "slice"}}))
     daemons = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        try:  # (a process may end while it is read)
+            if b"pyspark.daemon" in _cmdline(int(pid)) and b"pyspark.daemon" not in _cmdline(_parent(int(pid))):
+                daemons.append(int(pid))  # (a daemon's workers are forks of it: the same command line)
         except OSError:
             continue
-        if b"pyspark.daemon" in cmdline and b"pyspark.daemon" not in open(f"/proc/{ppid}/cmdline", "rb").read():
-            daemons.append(int(pid))  # (a daemon's workers are forks of it: the same command line)
     mine = [d for d in daemons if _descends_from(d, os.getpid())]
     assert len(mine) == 1, mine
 
 
+def _cmdline(pid: int) -> bytes:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 def _descends_from(pid: int, root: int) -> bool:
-    while pid > 1:
-        if pid == root:
-            return True
-        with open(f"/proc/{pid}/stat") as f:
-            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    try:
+        while pid > 1:
+            if pid == root:
+                return True
+            pid = _parent(pid)
+    except OSError:
+        pass
     return False

@@ -102,7 +102,8 @@ class SliceCheck(StatefulProcessor):
             digests.append(pdf["ddigest"].to_numpy(dtype=np.int64))
             hms.append(pdf[HMS].to_numpy(dtype=np.int64))
             rest.append(pdf["rest"].to_numpy())
-        del pdf
+        if not hms:  # (PySpark hands a key over with a row at least)
+            return
         h, r = np.concatenate(hms), np.concatenate(rest)
         del hms, rest
         if int(key[0]) < 0:  # not activity: nothing to check

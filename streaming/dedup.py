@@ -20,8 +20,9 @@ to find it), with one verdict for its queue and its structure.
 It is a ``transformWithStateInPandas`` (Spark refuses a second ``applyInPandasWithState``, and refuses any
 stateful operator after one with an event-time timeout) in event-time mode on the watermarked column, which
 its rows keep, so the monitor's timeouts still fire.  Each key holds its digests in one ``ValueState`` (a
-byte string of 8-byte ints), read once when a batch touches the key and written once when it holds new ids; an event-time timer
-forgets them (``qmon.core.dedup.slice_expiry``).  The processor is ``streaming.slice_check.SliceCheck``.
+byte string of 8-byte ints), read once when a batch touches the key and written once when it holds new ids;
+an event-time timer forgets them (``qmon.core.dedup.slice_expiry``).  The processor is
+``streaming.slice_check.SliceCheck``.
 """
 
 from __future__ import annotations

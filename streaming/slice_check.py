@@ -11,6 +11,7 @@ imports none of them).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
@@ -40,7 +41,14 @@ REST_SCHEMA_DICT = {
     "name": "Rest",
     "fields": [{"name": f.name, "type": ["null", _AVRO[f.dataType.simpleString()]]} for f in ROUTED.fields],
 }
-_parsed: list[Any] = []  # (fastavro's parsed schema, made when first needed)
+
+
+@cache
+def _rest_schema() -> Any:
+    """fastavro's parsed ``REST_SCHEMA_DICT``, made when a record first comes twice."""
+    import fastavro
+
+    return fastavro.parse_schema(REST_SCHEMA_DICT)
 
 
 def fresh_rows(held: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -69,12 +77,10 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
     uniq, inverse, counts = np.unique(digests, return_inverse=True, return_counts=True)
     if len(uniq) == n:
         return np.arange(n)
-    if not _parsed:
-        _parsed.append(fastavro.parse_schema(REST_SCHEMA_DICT))
     twice = np.flatnonzero(counts[inverse] > 1)
     keys = []
     for i in twice:
-        r: Any = fastavro.schemaless_reader(io.BytesIO(rest[int(i)]), _parsed[0], None)
+        r: Any = fastavro.schemaless_reader(io.BytesIO(rest[int(i)]), _rest_schema(), None)
         keys.append((r["ts"], r["rank"], r["src_partition"], r["src_offset"]))
     order = np.arange(n)
     order[twice] = twice[sorted(range(len(twice)), key=keys.__getitem__)]

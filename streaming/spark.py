@@ -22,6 +22,8 @@ import sys
 import threading
 from typing import IO, Any
 
+from qmon.streaming.cds import OPTION_VARIABLES
+
 logger = logging.getLogger(__name__)
 
 KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
@@ -94,6 +96,21 @@ def nio_local_fs_jar(timeout: float = 15.0) -> str | None:
 #: shuffle write: 10.6 µs a record without this flag, 4.6 with it (README, Benchmarks).
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
+#: After a marking cycle G1 resizes the heap so that 5-20 % of it is free (HotSpot's defaults: 40-70 %).
+#: A big micro-batch holds its sorted rows in the heap (1,000,000 records: ~700 MB live), and with 40 % the
+#: heap was grown to ~1.2-1.4 GB around them: Spark's JVM peaked at 1,845-2,074 MiB, and at 1,570-1,666 MiB
+#: with these, at the same speed within the runs' spread, the young collections more frequent (README,
+#: Benchmarks, *Spark's JVM at the issue's level again*).  The heap's maximum (``spark.driver.memory``) is
+#: unchanged: G1 still grows the heap when collecting takes too much of the time.
+HEAP_FREE_RATIO = "-XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
+
+#: qmon's Java options for Spark's JVMs, each with the names that, when the options given already name one,
+#: leave it out (the two ratios go together: a minimum above the other's maximum stops the JVM)
+JAVA_DEFAULTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("DontCompileHugeMethods",), JIT_HUGE_METHODS),
+    (("MinHeapFreeRatio", "MaxHeapFreeRatio"), HEAP_FREE_RATIO),
+)
+
 _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 
 
@@ -119,15 +136,21 @@ def spark_defaults() -> dict[str, str]:
     return found
 
 
-def with_jit_options(options: dict[str, Any], defaults: dict[str, str] | None = None) -> dict[str, Any]:
-    """``options`` with ``JIT_HUGE_METHODS`` added to the driver's and the executors' Java options, after
-    those given (in ``options``, else in ``defaults``: spark-defaults.conf's), unless those already say
-    either way (``-XX:+DontCompileHugeMethods`` keeps HotSpot's default: how to opt out, and what the
-    benchmarks use to measure the difference)."""
+def with_java_options(
+    options: dict[str, Any], defaults: dict[str, str] | None = None, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``options`` with qmon's ``JAVA_DEFAULTS`` added to the driver's and the executors' Java options, after
+    those given (in ``options``, else in ``defaults``: spark-defaults.conf's), each unless those or the
+    environment's Java options (``env``, default ``os.environ``) already name it either way
+    (``-XX:+DontCompileHugeMethods`` keeps HotSpot's default: how to opt out, and what the benchmarks use
+    to measure the difference)."""
+    environ = os.environ if env is None else env
+    chosen = " ".join(environ.get(v, "") for v in OPTION_VARIABLES)  # (where else a JVM takes options from)
     out = dict(options)
     for key in _JAVA_OPTIONS:
         given = str(out[key] if key in out else (defaults or {}).get(key, ""))
-        out[key] = given if "DontCompileHugeMethods" in given else f"{given} {JIT_HUGE_METHODS}".strip()
+        added = [flag for names, flag in JAVA_DEFAULTS if not any(n in given or n in chosen for n in names)]
+        out[key] = " ".join([given, *added]).strip()
     return out
 
 
@@ -182,7 +205,7 @@ def session(
     if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
         given = options.get("spark.jars", defaults.get("spark.jars"))
         options["spark.jars"] = ",".join(j for j in (given, jar) if j)
-    options = with_jit_options(options, defaults)
+    options = with_java_options(options, defaults)
     archive = _class_data_sharing(options, make_class_archive)
     launched = _launch_jvm(options)
     builder = SparkSession.builder

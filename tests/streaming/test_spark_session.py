@@ -1,5 +1,6 @@
-"""The Spark session qmon starts: the JVM compiles the huge methods Spark generates for the input stage, and a
-local checkpoint's files are written without a ``chmod`` child process each."""
+"""The Spark session qmon starts: the JVM compiles the huge methods Spark generates for the input stage, keeps
+its heap close to the live data (``HEAP_FREE_RATIO``), and a local checkpoint's files are written without a
+``chmod`` child process each."""
 
 from __future__ import annotations
 
@@ -9,25 +10,54 @@ import stat
 import pytest
 
 from qmon.streaming import spark as qspark
-from qmon.streaming.spark import JIT_HUGE_METHODS, checkpoint_fs, is_local_path, spark_defaults, with_jit_options
+from qmon.streaming.spark import (
+    HEAP_FREE_RATIO,
+    JIT_HUGE_METHODS,
+    checkpoint_fs,
+    is_local_path,
+    spark_defaults,
+    with_java_options,
+)
 
 DRIVER, EXECUTOR = "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"
 
 
-def test_the_jit_flag_is_added_for_driver_and_executors_after_the_options_given():
-    out = with_jit_options({DRIVER: "-Dx=1", "spark.master": "local[2]"})
-    assert out[DRIVER] == f"-Dx=1 {JIT_HUGE_METHODS}"
-    assert out[EXECUTOR] == JIT_HUGE_METHODS
+BOTH = f"{JIT_HUGE_METHODS} {HEAP_FREE_RATIO}"
+
+
+def _with(options, defaults=None, env=None):  # noqa: ANN001, ANN202
+    return with_java_options(options, defaults, env={} if env is None else env)
+
+
+def test_qmons_java_options_are_added_for_driver_and_executors_after_the_options_given():
+    out = _with({DRIVER: "-Dx=1", "spark.master": "local[2]"})
+    assert out[DRIVER] == f"-Dx=1 {BOTH}"
+    assert out[EXECUTOR] == BOTH
     assert out["spark.master"] == "local[2]"
-    assert with_jit_options(out) == out  # once
+    assert _with(out) == out  # once
+    assert HEAP_FREE_RATIO == "-XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
 
 
 def test_an_explicit_choice_either_way_stays_side_by_side():
-    out = with_jit_options({EXECUTOR: "-XX:+DontCompileHugeMethods"})  # the executors opt out
-    assert out[EXECUTOR] == "-XX:+DontCompileHugeMethods"
-    assert out[DRIVER] == JIT_HUGE_METHODS
-    out = with_jit_options({DRIVER: "-XX:+DontCompileHugeMethods -Dy=2"})
-    assert out[DRIVER] == "-XX:+DontCompileHugeMethods -Dy=2" and out[EXECUTOR] == JIT_HUGE_METHODS
+    out = _with({EXECUTOR: "-XX:+DontCompileHugeMethods"})  # the executors opt out
+    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {HEAP_FREE_RATIO}"
+    assert out[DRIVER] == BOTH
+    out = _with({DRIVER: "-XX:+DontCompileHugeMethods -Dy=2"})
+    assert out[DRIVER] == f"-XX:+DontCompileHugeMethods -Dy=2 {HEAP_FREE_RATIO}" and out[EXECUTOR] == BOTH
+
+
+def test_a_heap_free_ratio_given_leaves_both_out():
+    """A minimum above the other's maximum stops the JVM ("MinHeapFreeRatio (50) must be less than or equal
+    to MaxHeapFreeRatio (20)"): one ratio given, qmon adds neither."""
+    assert _with({DRIVER: "-XX:MinHeapFreeRatio=50"})[DRIVER] == f"-XX:MinHeapFreeRatio=50 {JIT_HUGE_METHODS}"
+    assert _with({DRIVER: "-XX:MaxHeapFreeRatio=90"})[DRIVER] == f"-XX:MaxHeapFreeRatio=90 {JIT_HUGE_METHODS}"
+
+
+def test_a_choice_in_the_environments_java_options_counts_as_given():
+    out = _with({}, env={"JAVA_TOOL_OPTIONS": "-XX:MinHeapFreeRatio=40"})
+    assert out[DRIVER] == out[EXECUTOR] == JIT_HUGE_METHODS
+    out = _with({}, env={"SPARK_SUBMIT_OPTS": "-XX:+DontCompileHugeMethods", "JDK_JAVA_OPTIONS": "-Dz=1"})
+    assert out[DRIVER] == HEAP_FREE_RATIO
 
 
 def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch):
@@ -44,21 +74,27 @@ def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch
         DRIVER: "-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml",
         EXECUTOR: "-XX:+DontCompileHugeMethods",
     }
-    out = with_jit_options({"spark.master": "local[2]"}, defaults)
-    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {JIT_HUGE_METHODS}"
-    assert out[EXECUTOR] == "-XX:+DontCompileHugeMethods"
+    out = _with({"spark.master": "local[2]"}, defaults)
+    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {BOTH}"
+    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {HEAP_FREE_RATIO}"
     # options given to the session win over the file's, as a --conf does
-    assert with_jit_options({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {JIT_HUGE_METHODS}"
+    assert _with({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {BOTH}"
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))
     assert spark_defaults() == {}
 
 
 @pytest.mark.spark
-def test_the_running_jvm_compiles_huge_methods(spark):
+def test_the_running_jvm_compiles_huge_methods_and_keeps_its_heap_close_to_the_live_data(spark):
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert JIT_HUGE_METHODS in arguments
     assert JIT_HUGE_METHODS in spark.sparkContext.getConf().get(EXECUTOR)
+    flags = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    assert flags.getVMOption("MinHeapFreeRatio").getValue() == "5"
+    assert flags.getVMOption("MaxHeapFreeRatio").getValue() == "20"
+    assert HEAP_FREE_RATIO in spark.sparkContext.getConf().get(EXECUTOR)
 
 
 def test_which_checkpoint_locations_are_local():

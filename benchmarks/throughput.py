@@ -1,6 +1,6 @@
 """qmon end to end (Kafka -> Spark -> Kafka) against a hand-written Python consumer, on the local broker.
 
-    python benchmarks/throughput.py [--records N] [--queues Q] [--latency --rate R --seconds S] [--targets] [--cluster]
+    python benchmarks/throughput.py [--records N [N ...]] [--queues Q] [--latency --rate R --seconds S] [--targets] [--cluster]
 
 Prints figures; asserts nothing.  The workload is fixed by a seed: Q queues (default 10,000) over
 2 structures, 70/30 put/get, service-interval events enabled on every queue.  Both qmon and the
@@ -972,7 +972,14 @@ def java_description() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument(
+        "--records",
+        type=int,
+        nargs="+",
+        default=[300_000],
+        help="records of a throughput run; several sizes run one after another on the same JVM (the later ones "
+        "on a JVM that has run, as --targets' 1,000,000)",
+    )
     ap.add_argument("--queues", type=int, default=10_000)
     ap.add_argument("--bootstrap", help="an existing cluster (default: start the local broker)")
     ap.add_argument("--latency", action="store_true")
@@ -1124,11 +1131,14 @@ def main() -> int:
                 )
             return 0
         if args.mq_trace:
-            mq_trace(spark, bootstrap, args.records, args.queues, args.calls, tmp)
+            mq_trace(spark, bootstrap, args.records[0], args.queues, args.calls, tmp)
             return 0
         if args.targets:
             return targets(spark, bootstrap, tmp, args)
-        throughput(spark, bootstrap, tmp, args.records, args, quix_python=args.quix_python)
+        for i, records in enumerate(args.records):
+            if i:
+                print(f"\n{records:,} records on the JVM that has run the {i} run{'s' if i > 1 else ''} above")
+            throughput(spark, bootstrap, tmp, records, args, quix_python=args.quix_python)
         if args.cluster:
             from qmon.streaming.cluster import LocalSparkCluster
             from qmon.streaming.spark import shutdown

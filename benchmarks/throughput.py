@@ -1067,6 +1067,8 @@ def main() -> int:
         help="--latency: append the measured micro-batches' progress reports (Spark's JSON, one a line) to this file",
     )
     args = ap.parse_args()
+    if len(args.records) > 1 and (args.mq_trace or args.latency or args.targets):
+        ap.error("several --records sizes run only as throughput runs (not with --mq-trace, --latency, --targets)")
     global EVENT_IDS, QMGRS
     EVENT_IDS, QMGRS = args.event_ids, args.qmgrs
     if args.operator == "tws":

@@ -98,25 +98,38 @@ JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 #: After a marking cycle G1 resizes the heap so that 5-20 % of it is free (HotSpot's defaults: 40-70 %).
 #: A big micro-batch holds its sorted rows in the heap (1,000,000 records: ~700 MB live), and with 40 % the
-#: heap was grown to ~1.2-1.4 GB around them: Spark's JVM peaked at 1,845-2,074 MiB, and at 1,570-1,666 MiB
-#: with these, at the same speed within the runs' spread, the young collections more frequent (README,
+#: heap was grown to ~1.2-1.4 GB around them: Spark's JVM peaked at 1,845-2,074 MiB, and at 1,500-1,666 MiB
+#: with these; qmon's speed moved within the runs' spread, except a 300,000-record run right after a
+#: 1,000,000-record one (4-12 % slower), and the young collections are about twice as frequent (README,
 #: Benchmarks, *Spark's JVM at the issue's level again*).  The heap's maximum (``spark.driver.memory``) is
 #: unchanged: G1 still grows the heap when collecting takes too much of the time.
 HEAP_FREE_RATIO = "-XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
 
-#: qmon's Java options for Spark's JVMs, each with the names that, when the options given already name one,
-#: leave it out (the two ratios go together: a minimum above the other's maximum stops the JVM)
-JAVA_DEFAULTS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("DontCompileHugeMethods",), JIT_HUGE_METHODS),
-    (("MinHeapFreeRatio", "MaxHeapFreeRatio"), HEAP_FREE_RATIO),
+#: qmon's Java options for Spark's JVMs, each with a pattern of the HotSpot options that, given already
+#: (a whole option), leave it out.  The two ratios go together: a minimum above the other's maximum stops
+#: the JVM, and ``-Xminf``/``-Xmaxf`` are HotSpot's other names for them.
+JAVA_DEFAULTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"-XX:[+-]DontCompileHugeMethods$"), JIT_HUGE_METHODS),
+    (re.compile(r"-XX:M(?:in|ax)HeapFreeRatio=|-Xm(?:in|ax)f"), HEAP_FREE_RATIO),
 )
 
+#: The variables a JVM also takes Java options from: ``qmon.streaming.cds.OPTION_VARIABLES`` and
+#: ``_JAVA_OPTIONS``, which HotSpot reads after the command line (so a ratio there beside one of qmon's on
+#: the command line could stop the JVM).
+ENV_OPTION_VARIABLES = (*OPTION_VARIABLES, "_JAVA_OPTIONS")
+
 _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+#: Spark puts these ahead of the extraJavaOptions of the same JVM (an administrator's options)
+_DEFAULT_JAVA_OPTIONS = ("spark.driver.defaultJavaOptions", "spark.executor.defaultJavaOptions")
+#: an executor's JVM takes its environment from these (on a cluster: the driver's does not reach it)
+_EXECUTOR_ENV = tuple(f"spark.executorEnv.{v}" for v in ENV_OPTION_VARIABLES)
 
 
 def spark_defaults() -> dict[str, str]:
-    """The Java options and ``spark.jars`` of Spark's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else
-    ``$SPARK_HOME/conf``), which a ``--conf`` of the same key would replace: qmon adds to them instead."""
+    """The Java options (``extraJavaOptions``, and ``defaultJavaOptions`` and the executors' environment's
+    option variables, which qmon reads) and ``spark.jars`` of Spark's ``spark-defaults.conf``
+    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``), which a ``--conf`` of the same key would replace: qmon
+    adds to them instead."""
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
     )
@@ -129,8 +142,9 @@ def spark_defaults() -> dict[str, str]:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
             for line in f:  # (a Java properties file: "key value", "key=value" or "key: value")
                 m = re.match(r"\s*([^\s=:#!]+)\s*[=:\s]\s*(.*)$", line)
-                if m and (m.group(1) in _JAVA_OPTIONS or m.group(1) == "spark.jars"):
-                    found[m.group(1)] = m.group(2).strip()
+                key = m.group(1) if m else ""
+                if key in _JAVA_OPTIONS or key in _DEFAULT_JAVA_OPTIONS or key == "spark.jars" or key in _EXECUTOR_ENV:
+                    found[key] = m.group(2).strip() if m else ""
     except OSError:
         pass
     return found
@@ -140,16 +154,22 @@ def with_java_options(
     options: dict[str, Any], defaults: dict[str, str] | None = None, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """``options`` with qmon's ``JAVA_DEFAULTS`` added to the driver's and the executors' Java options, after
-    those given (in ``options``, else in ``defaults``: spark-defaults.conf's), each unless those or the
-    environment's Java options (``env``, default ``os.environ``) already name it either way
-    (``-XX:+DontCompileHugeMethods`` keeps HotSpot's default: how to opt out, and what the benchmarks use
-    to measure the difference)."""
+    those given (in ``options``, else in ``defaults``: spark-defaults.conf's), each unless that JVM's
+    options already name it either way: its extraJavaOptions and defaultJavaOptions, and the variables of
+    ``ENV_OPTION_VARIABLES`` in its environment (the driver's: ``env``, default ``os.environ``; an
+    executor's: ``spark.executorEnv.*``).  ``-XX:+DontCompileHugeMethods`` keeps HotSpot's default: how to
+    opt out, and what the benchmarks use to measure the difference."""
     environ = os.environ if env is None else env
-    chosen = " ".join(environ.get(v, "") for v in OPTION_VARIABLES)  # (where else a JVM takes options from)
+    known = {**(defaults or {}), **options}
     out = dict(options)
-    for key in _JAVA_OPTIONS:
+    for key, default_key in zip(_JAVA_OPTIONS, _DEFAULT_JAVA_OPTIONS, strict=True):
         given = str(out[key] if key in out else (defaults or {}).get(key, ""))
-        added = [flag for names, flag in JAVA_DEFAULTS if not any(n in given or n in chosen for n in names)]
+        if key.startswith("spark.driver."):
+            elsewhere = [environ.get(v, "") for v in ENV_OPTION_VARIABLES]
+        else:
+            elsewhere = [str(known.get(v, "")) for v in _EXECUTOR_ENV]
+        named = " ".join([given, str(known.get(default_key, "")), *elsewhere]).split()
+        added = [flag for pattern, flag in JAVA_DEFAULTS if not any(pattern.match(o) for o in named)]
         out[key] = " ".join([given, *added]).strip()
     return out
 

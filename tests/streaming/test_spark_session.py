@@ -48,16 +48,47 @@ def test_an_explicit_choice_either_way_stays_side_by_side():
 
 def test_a_heap_free_ratio_given_leaves_both_out():
     """A minimum above the other's maximum stops the JVM ("MinHeapFreeRatio (50) must be less than or equal
-    to MaxHeapFreeRatio (20)"): one ratio given, qmon adds neither."""
-    assert _with({DRIVER: "-XX:MinHeapFreeRatio=50"})[DRIVER] == f"-XX:MinHeapFreeRatio=50 {JIT_HUGE_METHODS}"
-    assert _with({DRIVER: "-XX:MaxHeapFreeRatio=90"})[DRIVER] == f"-XX:MaxHeapFreeRatio=90 {JIT_HUGE_METHODS}"
+    to MaxHeapFreeRatio (20)"): one ratio given, by either of HotSpot's names, qmon adds neither."""
+    for given in ("-XX:MinHeapFreeRatio=50", "-XX:MaxHeapFreeRatio=90", "-Xminf0.5", "-Xmaxf0.9"):
+        assert _with({DRIVER: given})[DRIVER] == f"{given} {JIT_HUGE_METHODS}"
 
 
-def test_a_choice_in_the_environments_java_options_counts_as_given():
-    out = _with({}, env={"JAVA_TOOL_OPTIONS": "-XX:MinHeapFreeRatio=40"})
-    assert out[DRIVER] == out[EXECUTOR] == JIT_HUGE_METHODS
-    out = _with({}, env={"SPARK_SUBMIT_OPTS": "-XX:+DontCompileHugeMethods", "JDK_JAVA_OPTIONS": "-Dz=1"})
-    assert out[DRIVER] == HEAP_FREE_RATIO
+def test_only_whole_options_count_not_a_name_inside_another():
+    """A GC log named after a setting, or a property's value, names no option."""
+    given = "-Xlog:gc:file=/tmp/gc_XXMaxHeapFreeRatio20.log -Dnote=-XX:+DontCompileHugeMethods"
+    assert _with({DRIVER: given})[DRIVER] == f"{given} {BOTH}"
+
+
+def test_the_drivers_environment_counts_for_the_driver(monkeypatch):
+    """``JAVA_TOOL_OPTIONS``, ``JDK_JAVA_OPTIONS``, ``SPARK_SUBMIT_OPTS`` and ``_JAVA_OPTIONS`` (which HotSpot
+    reads after the command line): the process's own environment, as the session reads it."""
+    names = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS", "_JAVA_OPTIONS")
+    for variable in names:
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(variable, "-Dz=1 -XX:MaxHeapFreeRatio=50")
+        out = with_java_options({})  # (env: os.environ)
+        assert out[DRIVER] == JIT_HUGE_METHODS, variable
+        assert out[EXECUTOR] == BOTH, variable  # an executor's JVM has an environment of its own
+    monkeypatch.setenv("_JAVA_OPTIONS", "-XX:+DontCompileHugeMethods")
+    assert with_java_options({})[DRIVER] == HEAP_FREE_RATIO
+
+
+def test_an_executors_environment_and_default_options_count_for_the_executors():
+    out = _with({"spark.executorEnv._JAVA_OPTIONS": "-XX:MinHeapFreeRatio=40"}, env={"JAVA_TOOL_OPTIONS": "-Da=1"})
+    assert out[EXECUTOR] == JIT_HUGE_METHODS and out[DRIVER] == BOTH
+    out = _with({}, {"spark.executorEnv.JAVA_TOOL_OPTIONS": "-XX:+DontCompileHugeMethods"})
+    assert out[EXECUTOR] == HEAP_FREE_RATIO
+
+
+def test_default_java_options_count_and_stay_where_they_are():
+    """``spark.*.defaultJavaOptions`` (an administrator's, ahead of extraJavaOptions): named there counts as
+    given; qmon writes only extraJavaOptions."""
+    out = _with({"spark.driver.defaultJavaOptions": "-XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=60"})
+    assert out[DRIVER] == JIT_HUGE_METHODS and out[EXECUTOR] == BOTH
+    assert out["spark.driver.defaultJavaOptions"] == "-XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=60"
+    out = _with({}, {"spark.executor.defaultJavaOptions": "-XX:+DontCompileHugeMethods"})
+    assert out[EXECUTOR] == HEAP_FREE_RATIO and "spark.executor.defaultJavaOptions" not in out
 
 
 def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch):
@@ -67,18 +98,24 @@ def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch
         "spark.driver.extraJavaOptions   -Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml\n"
         "spark.executor.extraJavaOptions=-XX:+DontCompileHugeMethods\n"
         "spark.master local[4]\n"
+        "spark.driver.defaultJavaOptions: -XX:MinHeapFreeRatio=40 -XX:MaxHeapFreeRatio=70\n"
+        "spark.executorEnv._JAVA_OPTIONS -Xminf0.4\n"
     )
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     defaults = spark_defaults()
     assert defaults == {
         DRIVER: "-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml",
         EXECUTOR: "-XX:+DontCompileHugeMethods",
+        "spark.driver.defaultJavaOptions": "-XX:MinHeapFreeRatio=40 -XX:MaxHeapFreeRatio=70",
+        "spark.executorEnv._JAVA_OPTIONS": "-Xminf0.4",
     }
     out = _with({"spark.master": "local[2]"}, defaults)
-    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {BOTH}"
-    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {HEAP_FREE_RATIO}"
+    # the file's ratios (HotSpot's own: how to opt out) keep qmon's out of both JVMs
+    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {JIT_HUGE_METHODS}"
+    assert out[EXECUTOR] == "-XX:+DontCompileHugeMethods"
     # options given to the session win over the file's, as a --conf does
-    assert _with({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {BOTH}"
+    assert _with({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {JIT_HUGE_METHODS}"
+    assert _with({DRIVER: "-Da=1"}, {DRIVER: "-Db=2"})[DRIVER] == f"-Da=1 {BOTH}"
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))
     assert spark_defaults() == {}
 

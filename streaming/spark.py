@@ -123,6 +123,8 @@ _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptio
 _DEFAULT_JAVA_OPTIONS = ("spark.driver.defaultJavaOptions", "spark.executor.defaultJavaOptions")
 #: an executor's JVM takes its environment from these (on a cluster: the driver's does not reach it)
 _EXECUTOR_ENV = tuple(f"spark.executorEnv.{v}" for v in ENV_OPTION_VARIABLES)
+#: what qmon reads of spark-defaults.conf
+_READ_FROM_DEFAULTS = frozenset((*_JAVA_OPTIONS, *_DEFAULT_JAVA_OPTIONS, *_EXECUTOR_ENV, "spark.jars"))
 
 
 def spark_defaults() -> dict[str, str]:
@@ -142,9 +144,8 @@ def spark_defaults() -> dict[str, str]:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
             for line in f:  # (a Java properties file: "key value", "key=value" or "key: value")
                 m = re.match(r"\s*([^\s=:#!]+)\s*[=:\s]\s*(.*)$", line)
-                key = m.group(1) if m else ""
-                if key in _JAVA_OPTIONS or key in _DEFAULT_JAVA_OPTIONS or key == "spark.jars" or key in _EXECUTOR_ENV:
-                    found[key] = m.group(2).strip() if m else ""
+                if m and m.group(1) in _READ_FROM_DEFAULTS:
+                    found[m.group(1)] = m.group(2).strip()
     except OSError:
         pass
     return found

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -128,10 +129,40 @@ def broker_classpath(version: str = KAFKA_VERSION) -> str:
     return cp_file.read_text().strip()
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: Where the kernel picks the ports of sockets bound to port 0 when ``ip_local_port_range`` cannot be read
+EPHEMERAL = (32768, 60999)
+#: The lowest port ``free_port`` hands out
+LOWEST_PORT = 10000
+
+
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The kernel's range of ports for sockets bound to port 0 (Linux), else ``EPHEMERAL``."""
+    try:
+        low, high = (int(x) for x in Path(path).read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return EPHEMERAL
+
+
+def free_port(rng: random.Random | None = None, span: tuple[int, int] | None = None) -> int:
+    """A free loopback port for a server qmon starts (the local broker, a Spark master or worker), outside
+    the kernel's ephemeral range.  A client of a server that has stopped (Spark caches its Kafka producers
+    for minutes) keeps connecting to that server's port; had the port been ephemeral, the kernel could
+    hand it to a socket Spark binds to port 0 for a Python worker to connect back to, and the stray client
+    connecting first fails that worker's handshake ("Python worker failed to connect back. ...
+    Authentication failed", seen in the tests).  Ports below the range are never handed out that way."""
+    rng = rng or random.SystemRandom()
+    low, high = span or ephemeral_range()
+    candidates = range(LOWEST_PORT, low) if low > LOWEST_PORT + 1000 else range(high + 1, 65536)
+    for _ in range(200):
+        port = rng.choice(candidates)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise BrokerError(f"no free loopback port in {candidates.start}-{candidates.stop - 1}")
 
 
 def _random_cluster_id() -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -15,13 +14,9 @@ from typing import Any
 
 import pytest
 
+from qmon.connectors.broker import free_port  # (outside the ephemeral ports: see there)
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def binary(name: str) -> str:

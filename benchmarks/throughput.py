@@ -956,9 +956,9 @@ def targets(spark: Any, bootstrap: str, tmp: Path, args: argparse.Namespace) -> 
 def java_description() -> str:
     """The Java Spark's JVM runs (``$JAVA_HOME``, else ``java`` on ``PATH``): its version, from the JDK's
     ``release`` file, and where it is."""
-    from qmon.streaming.cds import java_binary
-
-    java = java_binary()
+    home_env = os.environ.get("JAVA_HOME")
+    found = os.path.join(home_env, "bin", "java") if home_env else shutil.which("java")
+    java = os.path.realpath(found) if found and os.path.exists(found) else None
     if java is None:
         return "not found"
     home = Path(java).parent.parent
@@ -1116,7 +1116,6 @@ def main() -> int:
                 "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
                 **dict(c.split("=", 1) for c in args.conf),
             },
-            make_class_archive=True,  # (stopped with shutdown, below)
         )
         print(f"Spark session (its JVM, not in the runs' figures): {time.perf_counter() - started:.1f} s")
         if args.latency:
@@ -1152,7 +1151,7 @@ def main() -> int:
             print("cluster mode: see tests/streaming/test_cluster.py (output equality on a small input)")
         return 0
     finally:
-        if spark is not None:  # (the JVM's exit: a class data sharing archive it made is kept)
+        if spark is not None:
             from qmon.streaming.spark import shutdown
 
             shutdown(spark)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from qmon.connectors.kafka import ensure_topics, spark_options, topic_exists
@@ -116,7 +120,6 @@ def checkpoint_reads(checkpoint: str, topic: str) -> bool | None:
     """Whether an existing checkpoint's query reads ``topic`` (from its latest offsets file, which names every
     Kafka source's topics); None when there is no local checkpoint with offsets yet.  Spark refuses a query
     whose sources differ from its checkpoint's, so ``mq_trace.enabled: auto`` keeps what the checkpoint has."""
-    from pathlib import Path
 
     path = checkpoint.removeprefix("file://") if checkpoint.startswith("file://") else checkpoint
     if "://" in path:  # a checkpoint on HDFS, S3, ...: not read here
@@ -274,9 +277,11 @@ def run(
 ) -> int:
     """Run the job until stopped (or, with ``available_now``, until the input is consumed).
 
-    A query that fails (a broker outage longer than the Kafka client's retries, say) is started
-    again on the same checkpoint after a backoff, up to ``max_restarts`` times in a row; the
-    checkpoint makes the restart lose nothing.
+    SIGTERM or Ctrl-C (SIGINT) stops it cleanly (``stop_query``): between micro-batches where there is a
+    moment between them, Spark's messages about the stop in ``spark_log()`` rather than on the terminal,
+    exit status 0; the next start resumes from the checkpoint.  A query that fails (a broker outage longer than the Kafka
+    client's retries, say) is started again on the same checkpoint after a backoff, up to ``max_restarts``
+    times in a row; the checkpoint makes the restart lose nothing.
     """
     from qmon.streaming.spark import session
 
@@ -287,24 +292,97 @@ def run(
         prefix=config.kafka.topic_prefix,
         mq_trace=config.mq_trace.enabled is True,
     )
-    own = spark is None  # (a session run starts, run stops: its JVM exits before run returns)
-    spark = spark or session(
-        config.job.master,
-        "qmon",
-        shuffle_partitions=config.job.shuffle_partitions,
-        checkpoint_fs=config.job.checkpoint_fs,
-        make_class_archive=True,  # (stopped with shutdown, below)
-    )
+    stopping = threading.Event()
+    with stop_signals(stopping):
+        own = spark is None  # (a session run starts, run stops: its JVM exits before run returns)
+        spark = spark or session(
+            config.job.master,
+            "qmon",
+            shuffle_partitions=config.job.shuffle_partitions,
+            checkpoint_fs=config.job.checkpoint_fs,
+        )
+        try:
+            if stopping.is_set():
+                return 0
+            return _run(
+                spark,
+                config,
+                bootstrap,
+                checkpoint,
+                available_now=available_now,
+                max_restarts=max_restarts,
+                stopping=stopping,
+            )
+        finally:
+            if own:
+                from qmon.streaming.spark import shutdown
+
+                shutdown(spark)
+
+
+@contextlib.contextmanager
+def stop_signals(stopping: threading.Event) -> Iterator[None]:
+    """While inside, SIGTERM and SIGINT set ``stopping`` instead of ending the process (main thread only:
+    elsewhere Python gives no signals, and nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handle(signum: int, _frame: Any) -> None:
+        if not stopping.is_set():
+            logger.info("qmon job: %s received; stopping between two micro-batches", signal.Signals(signum).name)
+        stopping.set()
+
+    for sig in previous:
+        signal.signal(sig, handle)
     try:
-        return _run(spark, config, bootstrap, checkpoint, available_now=available_now, max_restarts=max_restarts)
+        yield
     finally:
-        if own:
-            from qmon.streaming.spark import shutdown
-
-            shutdown(spark)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _run(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, available_now: bool, max_restarts: int) -> int:
+def spark_log() -> Path:
+    """The file that receives what Spark's JVM prints while a query stops (``qmon.streaming.spark.log_to_file``)."""
+    from qmon.connectors.broker import cache_dir
+
+    return cache_dir() / "logs" / "spark.log"
+
+
+def stop_query(query: Any, *, wait: float = 10.0, log: Path | None = None) -> None:
+    """Stop ``query`` quietly, between micro-batches when there is a moment between them.
+
+    ``StreamingQuery.stop`` cancels the tasks of a running batch: nothing is lost (the batch runs again from
+    the checkpoint at the next start, its outputs with the same event ids), but Spark logs every cancelled
+    task with its stack trace.  So this waits up to ``wait`` seconds for the query to be between batches (a
+    job that keeps up is, most of the time; one reading a backlog runs them back to back and is stopped
+    mid-batch), and sends what Spark's JVM prints from then on to ``log`` (default ``spark_log()``)."""
+    from qmon.streaming.spark import log_to_file
+
+    deadline = time.monotonic() + wait
+    try:
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.02)
+    except Exception as exc:  # noqa: BLE001 - the query or the JVM went away meanwhile
+        logger.debug("qmon job: status not read while stopping: %s", exc)
+    log_to_file(log or spark_log())
+    try:
+        query.stop()
+    except Exception as exc:  # noqa: BLE001 - it had failed or stopped already
+        logger.debug("qmon job: stopping the query: %s", exc)
+
+
+def _run(
+    spark: Any,
+    config: Config,
+    bootstrap: str,
+    checkpoint: str,
+    *,
+    available_now: bool,
+    max_restarts: int,
+    stopping: threading.Event,
+) -> int:
     failures = 0
     while True:
         query = start_query(spark, config, bootstrap, checkpoint, available_now=available_now)
@@ -315,11 +393,8 @@ def _run(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, availab
             checkpoint,
         )
         try:
-            query.awaitTermination()
-        except KeyboardInterrupt:
-            logger.info("stopping the qmon job")
-            query.stop()
-            return 0
+            while not stopping.is_set() and not query.awaitTermination(0.5):
+                pass
         except Exception as exc:  # noqa: BLE001 - the query failed; restart it with backoff
             if available_now:  # a one-shot run (replay, tests, benchmarks) reports the failure
                 raise
@@ -333,6 +408,10 @@ def _run(spark: Any, config: Config, bootstrap: str, checkpoint: str, *, availab
                 str(exc).splitlines()[0][:300],
                 backoff,
             )
-            time.sleep(backoff)
+            if stopping.wait(backoff):
+                return 0
             continue
+        if stopping.is_set():
+            stop_query(query)
+            logger.info("qmon job stopped; the next start resumes from %s", checkpoint)
         return 0

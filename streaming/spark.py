@@ -17,12 +17,11 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 from typing import IO, Any
-
-from qmon.streaming.cds import OPTION_VARIABLES
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +112,9 @@ JAVA_DEFAULTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"-XX:M(?:in|ax)HeapFreeRatio=|-Xm(?:in|ax)f"), HEAP_FREE_RATIO),
 )
 
-#: The variables a JVM also takes Java options from: ``qmon.streaming.cds.OPTION_VARIABLES`` and
-#: ``_JAVA_OPTIONS``, which HotSpot reads after the command line (so a ratio there beside one of qmon's on
-#: the command line could stop the JVM).
-ENV_OPTION_VARIABLES = (*OPTION_VARIABLES, "_JAVA_OPTIONS")
+#: The variables a JVM also takes Java options from (``_JAVA_OPTIONS``: HotSpot reads it after the command
+#: line, so a ratio there beside one of qmon's on the command line could stop the JVM).
+ENV_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS", "_JAVA_OPTIONS")
 
 _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 #: Spark puts these ahead of the extraJavaOptions of the same JVM (an administrator's options)
@@ -181,12 +179,9 @@ def session(
     shuffle_partitions: int = 4,
     extra: dict[str, Any] | None = None,
     checkpoint_fs: str = "nio",
-    make_class_archive: bool = False,
 ):
     """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
-    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints).  Spark's JVM starts from
-    qmon's class data sharing archive if there is one (``qmon.streaming.cds``); ``make_class_archive``, for a
-    caller that stops the session with ``shutdown``, has a JVM without one write one when it exits."""
+    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints)."""
     # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -227,7 +222,6 @@ def session(
         given = options.get("spark.jars", defaults.get("spark.jars"))
         options["spark.jars"] = ",".join(j for j in (given, jar) if j)
     options = with_java_options(options, defaults)
-    archive = _class_data_sharing(options, make_class_archive)
     launched = _launch_jvm(options)
     builder = SparkSession.builder
     for k, v in options.items():
@@ -242,13 +236,15 @@ def session(
         builder = builder.config(
             "spark.jars", ",".join(filter(None, (SparkConf().get("spark.jars", None), options["spark.jars"])))
         )
+    main = threading.current_thread() is threading.main_thread()
+    interrupt = signal.getsignal(signal.SIGINT) if main else None
     spark = builder.getOrCreate()
+    if main:
+        # PySpark's SparkContext makes Ctrl-C cancel every running job (the tasks of a micro-batch killed
+        # mid-write, each with its stack trace); qmon stops its query between batches instead
+        # (``qmon.streaming.job.stop_query``), so the handler the caller had stays.
+        signal.signal(signal.SIGINT, interrupt)
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
-    if launched and archive is not None and archive.making:  # (kept by ``shutdown`` once the JVM has exited)
-        global _making
-        jvm: Any = spark._jvm
-        archive.class_path = str(jvm.System.getProperty("java.class.path"))
-        _making = archive
     return spark
 
 
@@ -258,25 +254,6 @@ def _jvm_running() -> bool:
     from pyspark import SparkContext
 
     return SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
-
-
-#: The class data sharing archive the running JVM writes when it exits (``qmon.streaming.cds``), if any.
-_making: Any = None
-
-
-def _class_data_sharing(options: dict[str, Any], make: bool) -> Any:
-    """The archive for the JVM qmon is about to start (its options added to the driver's Java options), or
-    None: a JVM runs already, or ``qmon.streaming.cds.plan`` says none."""
-    from qmon.streaming import cds
-
-    if _jvm_running():
-        return None
-    key = "spark.driver.extraJavaOptions"
-    given = " ".join(str(options.get(k, "")) for k in (key, "spark.driver.defaultJavaOptions"))
-    archive = cds.plan(given, make=make, heap=options.get("spark.driver.memory"))
-    if archive is not None:
-        options[key] = f"{options.get(key, '')} {archive.java_options()}".strip()
-    return archive
 
 
 #: What PySpark's driver-side Python workers print on every start (``print`` to their stdout, which Spark
@@ -323,15 +300,37 @@ def _launch_jvm(options: dict[str, str]) -> bool:
     if _jvm_running():
         return False
     conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    # A session of its own: Ctrl-C at a terminal signals the whole foreground process group, and PySpark's
+    # Python workers (children of the JVM) turn SIGINT into KeyboardInterrupt, failing the running tasks
+    # before qmon can stop the query between batches.  The JVM still exits with this process: it watches
+    # its stdin, a pipe from here.
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": True})
     threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="qmon-jvm-stderr", daemon=True).start()
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
     return True
 
 
+#: Where the JVM's stderr goes instead of the terminal, once ``log_to_file`` has named a file.
+_log_file: IO[bytes] | None = None
+_log_lock = threading.Lock()
+
+
+def log_to_file(path: str | os.PathLike[str]) -> None:
+    """From now on, write what Spark's JVM prints to ``path`` (appended), not to the terminal: the demo's
+    view owns its screen, and a stopping query's messages (tasks of a batch cancelled, say) are for the log."""
+    global _log_file
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with _log_lock:
+        previous, _log_file = _log_file, open(path, "ab")  # noqa: SIM115 - closed by the next call
+    if previous is not None:
+        previous.close()
+
+
 def _forward(stream: IO[bytes]) -> None:
-    """Copy the JVM's stderr to ours, line by line, without the workers' chatter (and the blank line each
-    of those prints leaves after it)."""
+    """Copy the JVM's stderr to ours (or to ``log_to_file``'s file), line by line, without the workers'
+    chatter (and the blank line each of those prints leaves after it)."""
     out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
     dropped = False
     for line in iter(stream.readline, b""):
@@ -341,6 +340,11 @@ def _forward(stream: IO[bytes]) -> None:
         if STARTUP_NOISE.match(line):
             continue
         dropped = False
+        with _log_lock:
+            if _log_file is not None:
+                _log_file.write(line)
+                _log_file.flush()
+                continue
         if out is not None:
             out.write(line)
             out.flush()
@@ -361,16 +365,11 @@ def shutdown(spark: Any, timeout: float = 60.0) -> None:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - already gone
         pass
-    global _making
-    archive, _making = _making, None
-    if archive is not None:
-        logger.info("Spark's JVM is saving the classes it loaded, for a faster start next time (once, ~10 s)")
-    exit_code = None
     try:
         if proc is not None:
             proc.stdin.close() if proc.stdin else None  # the JVM exits when its stdin closes
-            exit_code = proc.wait(timeout=timeout)
-    except BaseException as exc:  # a JVM that would not exit, or a second Ctrl-C while it writes its archive
+            proc.wait(timeout=timeout)
+    except BaseException as exc:  # a JVM that would not exit, or a second Ctrl-C
         if proc is not None:
             proc.kill()
         if not isinstance(exc, Exception):
@@ -378,10 +377,6 @@ def shutdown(spark: Any, timeout: float = 60.0) -> None:
     finally:
         SparkContext._gateway = None
         SparkContext._jvm = None
-        if archive is not None:  # (the class data sharing archive the JVM wrote as it exited)
-            from qmon.streaming import cds
-
-            cds.finish(archive, exit_code)
 
 
 #: Without Hadoop's native library (PySpark ships none), Hadoop's local file system sets the permissions of

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -23,6 +24,38 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 logger = logging.getLogger(__name__)
+
+#: What Spark's JVM prints when something goes wrong or a query is cut short: a stack trace's frames, an
+#: exception's first line, a log4j ERROR line, a Python traceback.
+JAVA_NOISE = re.compile(
+    r"^\s+at [\w$.<>]+\(.*\)\s*$|^\S*(Exception|Error)(: |$)|Exception in thread|^\S+ \S+ ERROR \w+:|^Traceback ",
+    re.MULTILINE,
+)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (its children, theirs, ...), from /proc."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for child, ppid in parent.items():
+            if ppid == p and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def java_noise(text: str) -> list[str]:
+    """The lines of ``text`` that a clean run never prints on the terminal (stack traces, ERROR lines)."""
+    return [m.group(0) for m in JAVA_NOISE.finditer(text)]
 
 
 def _docker_engine() -> bool:
@@ -63,9 +96,9 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def spark() -> Iterator[Any]:
     from qmon.streaming.spark import session, shutdown
 
-    s = session("local[2]", "qmon-tests", shuffle_partitions=2, make_class_archive=True)
+    s = session("local[2]", "qmon-tests", shuffle_partitions=2)
     yield s
-    shutdown(s)  # (the JVM's exit: a class data sharing archive it made is kept, qmon.streaming.cds)
+    shutdown(s)
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Activity, Emit, SubjectKind
+from qmon.core.records import Activity, Emit, Snapshot, SubjectKind
 from qmon.core.records import alert as _alert
 from qmon.core.records import iso as _iso
 from qmon.core.records import plural as _plural
@@ -776,7 +776,7 @@ class QueueMonitor:
             return []
         names = sorted(n for n in dirty if n in self.queues)
         queues = [self.queues[n] for n in names]
-        record = {
+        record: Snapshot = {
             "event_id": event_id("snapshot", self.qmgr, clock, *names, "", *snap["gone"]),
             "ts": max((q["last_ts"] for q in queues), default=clock),
             "qmgr": self.qmgr,
@@ -787,7 +787,7 @@ class QueueMonitor:
             "forgotten": list(snap["gone"]),
         }
         snap.update(at=clock, dirty=[], gone=[])
-        return [Emit(topics.SNAPSHOT, self.qmgr, record)]
+        return [Emit(topics.SNAPSHOT, self.qmgr, dict(record))]
 
     def snapshot_due(self) -> int | None:
         """The arrival-clock time of the next snapshot, if the shard has changes waiting for it."""

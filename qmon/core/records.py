@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from qmon.core.timeconv import from_ms
 
@@ -31,6 +31,36 @@ class Emit(NamedTuple):
     topic: str
     key: str
     record: dict[str, Any]
+
+
+class QueueSnapshot(TypedDict):
+    """One queue in a queue shard's ``Snapshot`` (``avro/Snapshot.avsc``, whose fields a test holds equal)."""
+
+    queue: str
+    depth: int
+    service_timer_start: int | None
+
+
+class Snapshot(TypedDict, total=False):
+    """A ``Snapshot`` record (``avro/Snapshot.avsc``) as the rules write it and its readers (the demo's view,
+    the exporter) read it: a queue shard's carries ``qmgr`` and ``queues``, a structure's ``structure`` and its
+    usage.  One declaration for both sides, so a renamed field is a type error on either."""
+
+    event_id: str
+    ts: Any  # epoch ms as written; a datetime once Avro-decoded
+    qmgr: str | None
+    queues: list[QueueSnapshot]
+    forgotten: list[str]
+    structure: str | None
+    size_kb: int | None
+    capacity_elements: int | None
+    used_elements: int | None
+    overflow_structure: str | None
+    overflow_size_kb: int | None
+    overflow_capacity_elements: int | None
+    overflow_used_elements: int | None
+    overflow_mode: bool | None
+    queues_in_overflow: int | None
 
 
 class SubjectKind(StrEnum):

@@ -63,7 +63,7 @@ from qmon.core import topics
 from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
 from qmon.core.lazy import Lazy, live
-from qmon.core.records import Activity, Emit, SubjectKind, alert
+from qmon.core.records import Activity, Emit, Snapshot, SubjectKind, alert
 
 ELEMENT_BYTES = 512
 MAX_APPROVED = 512
@@ -1108,7 +1108,7 @@ class StructureMonitor:
         if not snap["dirty"] or (snap["at"] is not None and clock < snap["at"] + interval):
             return []
         in_mode = st["mode_alert_id"] is not None
-        record = {
+        record: Snapshot = {
             "event_id": event_id("snapshot", self.name, clock),
             "ts": st["last_ts"] if st["last_ts"] is not None else clock,
             "structure": self.name,
@@ -1124,7 +1124,7 @@ class StructureMonitor:
             "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
         }
         snap.update(at=clock, dirty=False)
-        return [Emit(topics.SNAPSHOT, self.name, record)]
+        return [Emit(topics.SNAPSHOT, self.name, dict(record))]
 
     def snapshot_due(self) -> int | None:
         snap = self.state.get("snap")

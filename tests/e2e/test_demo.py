@@ -1,35 +1,166 @@
-"""``qmon demo --duration`` end to end in a subprocess: real broker, real job, the simulator."""
+"""``qmon demo`` as a person runs it: on a terminal (a pseudo-terminal, read through a terminal emulator),
+with the real broker, the real job and the simulator; stopped by Ctrl-C or by ``--duration``."""
 
 from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
+from pathlib import Path
 
+import pexpect
+import pyte
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, descendants, java_noise
 from tests.servers import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
+COLUMNS, LINES = 160, 45
 
-def processes_left(pgid: int, wait: float = 20.0) -> list[str]:
-    """Live (non-zombie) processes of a process group, after giving exited ones time to be reaped."""
+
+class Terminal:
+    """``qmon demo`` on a pseudo-terminal of 160 x 45: what it has printed, and the screen as shown."""
+
+    def __init__(self, args: list[str]):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm"}
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-m", "qmon", *args],
+            env=env,
+            dimensions=(LINES, COLUMNS),
+            encoding="utf-8",
+            codec_errors="replace",
+        )
+        self.screen = pyte.Screen(COLUMNS, LINES)
+        self.stream = pyte.Stream(self.screen)
+        self.text: list[str] = []
+        self.seen: set[int] = set()  # every process below the demo, while it ran
+
+    def display(self) -> str:
+        return "\n".join(row.rstrip() for row in self.screen.display)
+
+    def read(self, seconds: float) -> bool:
+        """Read what comes for ``seconds``; False once the demo has closed its terminal."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                data = self.child.read_nonblocking(65536, timeout=0.5)
+            except pexpect.TIMEOUT:
+                continue
+            except pexpect.EOF:
+                return False
+            self.text.append(data)
+            self.stream.feed(data)
+        self.seen |= descendants(self.child.pid)
+        return True
+
+    def wait_for(self, test: Callable[[str], bool], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if test(self.display()):
+                return self.display()
+            if not self.read(1.0):
+                break
+        raise AssertionError(f"the screen never showed what was expected:\n{self.display()}\n{self.output()[-3000:]}")
+
+    def finish(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.read(1.0):
+            pass
+        self.child.close()
+        return int(self.child.exitstatus if self.child.exitstatus is not None else -1)
+
+    def output(self) -> str:
+        """Everything printed, colours and cursor movement removed."""
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(self.text)).replace("\r", "")
+
+
+def left_running(pids: set[int], wait: float = 30.0) -> list[int]:
     deadline = time.monotonic() + wait
     while True:
-        out = subprocess.run(
-            ["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
-        ).stdout.strip()
-        live = [p for p in out.splitlines() if " Z" not in p[:12]]
-        if not live or time.monotonic() > deadline:
-            return live
+        alive = []
+        for p in pids:
+            try:
+                state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                alive.append(p)
+        if not alive or time.monotonic() > deadline:
+            return alive
         time.sleep(0.5)
+
+
+def summary(out: str) -> dict[str, int]:
+    text = out[out.index("qmon demo summary") :]
+    return {line.split()[0]: int(line.split()[1]) for line in text.splitlines()[1:] if line.strip()}
+
+
+def the_whole_view(screen: str) -> bool:
+    """Both structures with a usage bar, one in overflow mode, a queue with a service-interval event, events."""
+    bars = [r for r in screen.splitlines() if re.match(r"\s+MSGQ[12]\s+\[[#.|!]+\]\s+[\d.]+% of \d+ KB", r)]
+    latest = screen.split("Latest events and alerts", 1)[-1]
+    return (
+        len(bars) == 2
+        and any("OVERFLOW (" in r for r in bars)
+        and re.search(r"QM1/\S+\s+depth\s+\d+\s+QSVCINT_(HIGH|OK)", screen) is not None
+        and len([r for r in latest.splitlines() if r.strip()]) >= 3
+    )
+
+
+def test_the_live_view_on_a_terminal_and_ctrl_c_stops_it_cleanly(tmp_path):
+    term = Terminal(["demo", "--dir", str(tmp_path / "demo")])
+    try:
+        first = term.wait_for(lambda s: s.startswith("qmon demo"), timeout=30)
+        assert "starting" in first.splitlines()[0]  # says what it waits for while the broker and Spark start
+        screen = term.wait_for(the_whole_view, timeout=300)
+        assert "Structures: usage of each (| OVFLWMAX, ! full threshold)" in screen
+        term.child.sendcontrol("c")  # as a person does: the terminal signals the foreground process group
+        status = term.finish(timeout=180)
+    finally:
+        if term.child.isalive():
+            term.child.terminate(force=True)
+    out = term.output()
+    assert status == 0, out[-3000:]
+    assert "qmon demo summary" in out and summary(out), out[-3000:]
+    assert not java_noise(out), java_noise(out)
+    assert not left_running(term.seen), left_running(term.seen)  # the broker, Spark's JVM, its Python workers
+
+
+def test_duration_ends_the_demo_the_same_way_and_its_metrics_are_served(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    term = Terminal(["demo", "--duration", "40", "--dir", str(tmp_path / "demo"), "--metrics-port", str(port)])
+    scraped: list[str] = []
+    stop = threading.Event()
+    scraper = threading.Thread(target=scrape_until, args=(url, "qmon_structure_usage_ratio{", scraped, stop))
+    scraper.start()
+    try:
+        term.wait_for(lambda s: "simulator running" in s, timeout=300)
+        status = term.finish(timeout=300)
+    finally:
+        stop.set()
+        scraper.join()
+        if term.child.isalive():
+            term.child.terminate(force=True)
+    out = term.output()
+    assert status == 0, out[-3000:]
+    counts = summary(out)
+    assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, counts
+    assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, counts
+    assert counts.get("DEAD_LETTER", 0) >= 1, counts
+    for line in out[out.index("qmon demo summary") :].splitlines()[1:]:  # one FIRING per episode, never a repeat
+        if m := re.search(r"\((\d+) FIRING, (\d+) episodes\)", line):
+            assert int(m.group(1)) <= int(m.group(2)), line
+    assert scraped, "the demo's exporter never served qmon_structure_usage_ratio"
+    assert not java_noise(out), java_noise(out)
+    assert not left_running(term.seen), left_running(term.seen)
 
 
 def scrape_until(url: str, wanted: str, seen: list[str], stop: threading.Event) -> None:
@@ -44,89 +175,3 @@ def scrape_until(url: str, wanted: str, seen: list[str], stop: threading.Event) 
         if found:
             seen.extend(found)
             return
-
-
-def test_demo_runs_prints_a_summary_and_leaves_nothing_behind(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "qmon",
-            "--log-level",
-            "WARNING",
-            "demo",
-            "--duration",
-            "45",
-            "--dir",
-            str(tmp_path / "demo"),
-            "--metrics-port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    seen: list[str] = []
-    stop = threading.Event()
-    url = f"http://127.0.0.1:{port}/metrics"
-    scraper = threading.Thread(target=scrape_until, args=(url, "qmon_structure_usage_ratio{", seen, stop))
-    scraper.start()
-    try:
-        out, err = proc.communicate(timeout=600)
-    finally:
-        stop.set()
-        scraper.join()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 0, err[-3000:]
-    summary = out[out.index("qmon demo summary") :]
-    counts = {line.split()[0]: int(line.split()[1]) for line in summary.splitlines()[1:] if line.strip()}
-    assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, summary
-    assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, summary
-    assert counts.get("DEAD_LETTER", 0) >= 1, summary
-    for line in summary.splitlines()[1:]:  # alert kinds: one FIRING per episode, never a repeat
-        if m := re.search(r"\((\d+) FIRING, (\d+) episodes\)", line):
-            assert int(m.group(1)) <= int(m.group(2)), line
-    assert "mqsc> ALTER QMGR PERFMEV(ENABLED)" in out
-    assert f"Prometheus metrics on {url}" in out
-    assert seen, "the demo's exporter never served qmon_structure_usage_ratio"  # --metrics-port
-    # nothing left running: the broker JVM, Spark's JVM and Python workers were all in the demo's session
-    assert not processes_left(proc.pid), processes_left(proc.pid)
-
-
-def test_ctrl_c_stops_the_demo_cleanly(tmp_path):
-    """Ctrl-C at a terminal sends SIGINT to the whole foreground process group: the demo stops the
-    simulator, the job, Spark and the broker, prints its summary, and leaves nothing running."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-u", "-m", "qmon", "--log-level", "WARNING", "demo", "--dir", str(tmp_path / "demo")],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    lines = []
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 300
-        for line in proc.stdout:
-            lines.append(line)
-            if "simulator running" in line or time.monotonic() > deadline:
-                break
-        time.sleep(5)
-        os.killpg(proc.pid, signal.SIGINT)
-        rest, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    out = "".join(lines) + rest
-    assert "qmon demo summary" in out, out[-2000:]
-    assert not processes_left(proc.pid), processes_left(proc.pid)
-    # the broker runs in its own session (so a Ctrl-C cannot kill it before the demo stops it): gone too
-    broker = subprocess.run(["pgrep", "-f", str(tmp_path / "demo" / "kafka")], capture_output=True, text=True)
-    assert broker.stdout.strip() == "", broker.stdout

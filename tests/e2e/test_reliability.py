@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from typing import Any
@@ -22,7 +24,7 @@ from qmon.core.config import Config
 from qmon.core.queues import MonitorSettings
 from qmon.core.reference import run_reference
 from qmon.streaming.job import run
-from tests.conftest import ROOT
+from tests.conftest import ROOT, descendants, java_noise
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -191,7 +193,9 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
         while time.monotonic() < deadline and seen == 0:
             seen = sum(1 for _ in consume(kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, idle=1, timeout=5))
         time.sleep(2)
-        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in [proc.pid, *descendants(proc.pid)]:  # the job and its JVM and workers, as a host crash would
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait()
     produce_rows(
         kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in chunks[1]]
@@ -214,6 +218,82 @@ def test_job_killed_with_sigkill_while_a_workload_streams_loses_nothing(kafka_bo
     perf_got = set(got) & want
     assert want and perf_got == want  # nothing lost
     assert len(got) >= len(set(got))  # duplicates allowed, only as identical event_ids (sets compare ids)
+
+
+def test_qmon_run_stops_cleanly_on_ctrl_c_and_on_sigterm_and_the_next_start_resumes(kafka_bootstrap, tmp_path):
+    """Ctrl-C at a terminal (SIGINT to the foreground process group) and SIGTERM (a service manager, Kubernetes)
+    each stop ``qmon run`` while records stream in: exit status 0, no stack trace or ERROR line on stderr; the
+    next start resumes from the checkpoint and the outputs of the three runs are the uninterrupted result."""
+    prefix = f"x{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    cfg = tmp_path / "qmon.yaml"
+    queues = [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]
+    job = {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "300 ms", "watermark_delay": "0 seconds"}
+    cfg.write_text(
+        json.dumps(
+            {"kafka": {"topic_prefix": prefix, "partitions": 2}, "monitor": {"perfmev": "ENABLED"}, "queues": queues}
+            | {"job": job | {"max_offsets_per_trigger": 50}}
+        )
+    )
+    ckpt = tmp_path / "ckpt"
+    cli = [sys.executable, "-m", "qmon", "run", "--config", str(cfg), "--bootstrap", kafka_bootstrap]
+    cli += ["--checkpoint", str(ckpt)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    src = topics.physical(topics.ACTIVITY, prefix)
+    work = _workload(900)
+
+    def send(rows: list[dict[str, Any]]) -> None:
+        produce_rows(
+            kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in rows]
+        )
+
+    def commits() -> int:
+        return len(list((ckpt / "commits").glob("[0-9]*"))) if (ckpt / "commits").is_dir() else 0
+
+    def stream(chunk: list[dict[str, Any]], midway: threading.Event) -> None:
+        """The chunk's first records, then, once the job has committed a batch of them, the rest as a stream."""
+        done_before = commits()
+        send(chunk[:30])
+        deadline = time.monotonic() + 180
+        while commits() == done_before and time.monotonic() < deadline:
+            time.sleep(0.3)
+        for i in range(30, len(chunk), 30):
+            send(chunk[i : i + 30])
+            if i == 120:
+                midway.set()
+            time.sleep(0.3)
+        midway.set()
+
+    for chunk, stop in ((work[:300], "ctrl-c"), (work[300:600], "sigterm")):
+        proc = subprocess.Popen(
+            cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        midway = threading.Event()
+        sender = threading.Thread(target=stream, args=(chunk, midway))
+        try:
+            sender.start()
+            assert midway.wait(240), "the job never committed a batch"
+            if stop == "ctrl-c":
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=180)
+        finally:
+            sender.join()
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert proc.returncode == 0, (stop, err[-3000:])
+        assert not java_noise(err), (stop, java_noise(err))
+    send(work[600:])
+    done = subprocess.run([*cli, "--available-now"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = [r["event_id"] for _t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, to_end=True)]
+    settings = MonitorSettings(
+        perfmev="ENABLED", queue_defaults=Config.model_validate({"queues": queues}).monitor_settings().queue_defaults
+    )
+    want = {e.record["event_id"] for e in run_reference(work, settings) if e.topic == topics.PERFORMANCE}
+    assert want and set(got) == want  # nothing lost, nothing made up; a repeat only as the same event_id
 
 
 def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):

@@ -57,7 +57,7 @@ typecheck: setup ## mypy (with the pydantic plugin) over the whole project, as c
 
 ci: lint typecheck test ## what CI runs (.ci/run): lint, typecheck, then the whole test suite
 
-bench: setup ## issue 17's targets in one run, side by side (~22 min; with Quix Streams if .venv-quix exists)
+bench: setup ## the steady-state targets in one run, side by side (~22 min; with Quix Streams if .venv-quix exists)
 	$(PY) benchmarks/throughput.py --targets --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)

@@ -56,9 +56,7 @@ def start_query(
     from qmon.streaming.pipeline import build
     from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import placement
-    from qmon.streaming.worker import start_workers
 
-    start_workers(spark)  # (in the background, while the query is built and planned)
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)

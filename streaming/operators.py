@@ -22,8 +22,6 @@ timeout behind the watermark, and a group with rows is not timed out in that bat
 Why ``applyInPandasWithState`` and not ``transformWithStateInPandas``: measured with qmon's rules (README,
 Benchmarks): it hands each group a zero-copy Arrow slice with its state in the same stream, where the
 other regroups every row in Python and makes socket round trips to a state server per key.
-``MonitorProcessor`` (``transformWithStateInPandas``) is kept beside it, selected with
-``QMON_OPERATOR=tws``, for that comparison.
 """
 
 from __future__ import annotations
@@ -33,13 +31,11 @@ import json
 import math
 from collections.abc import Iterator
 from itertools import islice, repeat
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from qmon.connectors import avro
 from qmon.core import topics
@@ -79,20 +75,6 @@ def _screened(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], em
         new = [rec for rec, dup in zip(chunk, mon.screen(chunk), strict=True) if not dup]
         for rec, out in mon.on_screened(new):
             emits.extend((rec.seq, rec.ts, e) for e in out)
-
-
-def reconcile_timer(handle: StatefulProcessorHandle, event_timer: Any, wanted: int | None) -> None:
-    """Keep exactly one event-time timer per key, at ``wanted`` (none when None); ``event_timer`` remembers it."""
-    current = event_timer.get()[0] if event_timer.exists() else None
-    if wanted == current:
-        return
-    if current is not None:
-        handle.deleteTimer(current)
-    if wanted is not None:
-        handle.registerTimer(wanted)
-        event_timer.update((wanted,))
-    else:
-        event_timer.clear()
 
 
 def encode_emits(monitors: list[list[tuple[int, int, Emit]]]) -> pd.DataFrame:
@@ -203,28 +185,6 @@ def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-class Slot(Protocol):
-    """Where a unit's state and timer live: Spark's ``GroupState`` or ``transformWithState``'s variables."""
-
-    def load(self) -> bytes | None: ...
-
-    def store(self, blob: bytes, timer_at: int | None) -> None: ...
-
-
-class TwsSlot:
-    """A ``transformWithStateInPandas`` key's value state plus its one event-time timer."""
-
-    def __init__(self, handle: StatefulProcessorHandle, value: Any, event_timer: Any):
-        self.handle, self.value, self.event_timer = handle, value, event_timer
-
-    def load(self) -> bytes | None:
-        return self.value.get()[0] if self.value.exists() else None
-
-    def store(self, blob: bytes, timer_at: int | None) -> None:
-        self.value.update((blob,))
-        reconcile_timer(self.handle, self.event_timer, timer_at)
-
-
 class GroupSlot:
     """An ``applyInPandasWithState`` group's state: the value and its event-time timeout.
 
@@ -265,11 +225,11 @@ class _Unit:
         """The rules over a monitor's rows in order: (emits with their order, the newest ts)."""
         raise NotImplementedError
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
         """A key's rows (none passed through): its monitors' emits, a list per monitor."""
         raise NotImplementedError
 
-    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
         """The key's timer fired (or it must be set again): the monitors whose deadline ``watermark`` reached
         run; their emits, a list per monitor."""
         raise NotImplementedError
@@ -301,7 +261,9 @@ class _Unit:
         out.extend(mon.snapshot(watermark))
         return [(-1, e.record["ts"], e) for e in out]
 
-    def rows(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None = None) -> Iterator[pd.DataFrame]:
+    def rows(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None
+    ) -> Iterator[pd.DataFrame]:
         """A key's rows in a batch (rows passed through first, and without loading the state)."""
         passing = pdf["kind"].values == Kind.PASS
         if passing.any():
@@ -319,7 +281,7 @@ class _Unit:
         if any(emits):
             yield encode_emits(emits)
 
-    def expired(self, name: str, slot: Slot, watermark: int) -> Iterator[pd.DataFrame]:
+    def expired(self, name: str, slot: GroupSlot, watermark: int) -> Iterator[pd.DataFrame]:
         """The key's event-time timer fired: the watermark reached one of its monitors' deadlines."""
         emits = self.fire(name, slot, watermark)
         if any(emits):
@@ -371,7 +333,7 @@ class QueueUnit(_Unit):
                 self._put(group, qmgr, shard, mon)
         return out
 
-    def _store(self, group: stored.ShardGroup, slot: Slot) -> None:
+    def _store(self, group: stored.ShardGroup, slot: GroupSlot) -> None:
         dues = [at for ats in group["due"].values() for at in ats.values()]
         slot.store(stored.dumps(group), min(dues) if dues else None)
 
@@ -420,7 +382,7 @@ class QueueUnit(_Unit):
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
         group = stored.load_group(slot.load())
         out, touched = [], set()
         for (qmgr, shard), rows in by_shard(pdf):
@@ -433,7 +395,7 @@ class QueueUnit(_Unit):
         self._store(group, slot)
         return out
 
-    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
         group = stored.load_group(slot.load())
         out = self._ticks(group, watermark, set())
         self._store(group, slot)
@@ -469,21 +431,21 @@ class StructureUnit(_Unit):
         _screened(mon, recs, emits)
         return emits, None
 
-    def _load(self, name: str, slot: Slot) -> StructureMonitor:
+    def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:
         blob = slot.load()
         return self.monitor(name, stored.loads(blob) if blob is not None else None)
 
-    def _store(self, mon: StructureMonitor, slot: Slot) -> None:
+    def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
         mon.pack()
         slot.store(stored.dumps(mon.state), self.deadline(mon))
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: Slot, watermark: int | None) -> list[list[Any]]:
+    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
         mon = self._load(name, slot)
         out = self.step(name, mon, pdf, watermark)
         self._store(mon, slot)
         return [out]
 
-    def fire(self, name: str, slot: Slot, watermark: int) -> list[list[Any]]:
+    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
         mon = self._load(name, slot)
         at = self.deadline(mon)
         out = self.tick(mon, watermark) if at is not None and at <= watermark else []
@@ -509,34 +471,3 @@ class Monitor:
         else:
             rows = sorted_input(pdfs, shards=key[0] == Unit.QUEUES)
             yield from self.unit(key).rows(key[1], rows, slot, state.getCurrentWatermarkMs())
-
-
-class MonitorProcessor(StatefulProcessor):
-    """The same units on ``transformWithStateInPandas`` (``QMON_OPERATOR=tws``): keyed like ``Monitor``,
-    each key uses its own state variable ("shard" or "structure") and the shared "event_timer"."""
-
-    def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
-        self.monitor = Monitor(settings, structure_settings, ttl_ms)
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        value = StructType([StructField("value", BinaryType())])
-        timer = handle.getValueState("event_timer", StructType([StructField("at", LongType())]))
-        self.slots = {
-            Unit.QUEUES: TwsSlot(handle, handle.getValueState("shard", value), timer),
-            Unit.STRUCTURE: TwsSlot(handle, handle.getValueState("structure", value), timer),
-        }
-
-    def unit(self, key: Any) -> QueueUnit | StructureUnit:
-        return self.monitor.unit(key)
-
-    def slot(self, key: Any) -> TwsSlot:
-        return self.slots[Unit.STRUCTURE if key[0] == Unit.STRUCTURE else Unit.QUEUES]
-
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        freeze_imports()
-        yield from self.unit(key).rows(key[1], sorted_input(rows, shards=key[0] == Unit.QUEUES), self.slot(key))
-
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-        slot = self.slot(key)
-        slot.event_timer.clear()
-        yield from self.unit(key).expired(key[1], slot, timerValues.getCurrentWatermarkInMs())

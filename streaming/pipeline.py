@@ -542,12 +542,9 @@ def build(
     ``dedup_window_ms`` (``monitor.dedup_state: slice``), a duplicate check of its own runs ahead of the
     monitor (``streaming.dedup``): the settings given then have no check of their own (``dedup_max`` 0).
     """
-    import os
-
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
-    from qmon.streaming import profile
-    from qmon.streaming.operators import Monitor, MonitorProcessor
+    from qmon.streaming.operators import Monitor
     from qmon.streaming.rows import STATE
 
     names = topics.physical_map(prefix)
@@ -567,17 +564,7 @@ def build(
         routed = structure_copies(checked, structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
-    if os.environ.get("QMON_OPERATOR") == "tws":  # the API qmon used before 0.3, kept for the comparison
-        processor = profile.ProfiledMonitorProcessor if profile.ENABLED else MonitorProcessor
-        events = grouped.transformWithStateInPandas(
-            statefulProcessor=processor(*args),
-            outputStructType=OUTPUT,
-            outputMode="Append",
-            timeMode="EventTime",
-        )
-    else:
-        monitor = profile.ProfiledMonitor(*args) if profile.ENABLED else Monitor(*args)
-        events = grouped.applyInPandasWithState(monitor, OUTPUT, STATE, "Append", "EventTimeTimeout")
+    events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

@@ -59,17 +59,14 @@ def test_the_job_reads_every_input_topic_with_these_options(monkeypatch) -> None
 
     import pytest
 
-    from qmon.streaming import job, spark, worker
+    from qmon.streaming import job, spark
 
     seen: list[dict[str, str]] = []
     conf = types.SimpleNamespace(set=lambda *a: None)
     fake = type("FakeSpark", (), {"conf": conf, "readStream": property(lambda self: _Reader(seen))})()
     monkeypatch.setattr(spark, "checkpoint_fs", lambda *a, **k: "nio")
-    warmed: list[object] = []
-    monkeypatch.setattr(worker, "start_workers", warmed.append)
     config = Config.model_validate({"job": {"fetch_max_wait": "25 ms"}})
     with pytest.raises(_Stop):
         job.start_query(fake, config, "127.0.0.1:9092", "/tmp/unused-checkpoint")
     assert seen and seen[0]["kafka.fetch.max.wait.ms"] == "25"
-    assert warmed == [fake], "the Python workers are started before the query is built"
     assert {k: v for k, v in seen[0].items() if k != "subscribe"} == source_options(config, "127.0.0.1:9092")

@@ -1,7 +1,7 @@
 """The DLQ handler through the real broker: dead letters made by the job are retried, forwarded and
 ignored per rule; ignored records are rescanned; a killed handler loses and duplicates nothing; a
 record waiting for a retry holds up no other record; a record whose rules all failed is attempted
-exactly RETRY times in total (issue 15)."""
+exactly RETRY times in total."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
     assert len(retried) == 1
 
 
-# ---------------------------------------------------------------- issue 15: scheduling (no Spark needed)
+# ---------------------------------------------------------------- scheduling (no Spark needed)
 
 
 def dead_letter(reason: str, dest: str, put_ms: int, value: bytes) -> bytes:

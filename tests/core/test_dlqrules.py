@@ -155,7 +155,7 @@ def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
     assert (out.action, out.topic) == ("RETRY", "qmon.activity")
 
 
-# ---------------------------------------------------------------- issue 15: MQ's value conventions
+# ---------------------------------------------------------------- MQ's value conventions
 
 
 def test_unquoted_values_are_folded_to_upper_case_except_topic_names():

@@ -119,7 +119,7 @@ def test_journals_of_different_libraries_are_separate():
     assert kinds(m.on_status(status(library="LIB2", size=950))) == [("RECEIVER_NEAR_THRESHOLD", "FIRING")]
 
 
-# --- issue 15 item 8: the journal's instance letter, state per journal, the attached receiver exists
+# --- the journal's instance letter, state per journal, the attached receiver exists
 
 
 def every_name(instance="A", restore=0, but=()):

@@ -105,7 +105,7 @@ def test_a_huge_number_is_an_error_not_a_crash():
     assert parse_command("ALTER QLOCAL(Q1) QSVCINT(000000000000000000000002000)").attrs["QSVCINT"] == 2000
 
 
-# ---------------------------------------------------------------- issue 15 (D)
+# ---------------------------------------------------------------- MQSC details
 
 
 @pytest.mark.parametrize(

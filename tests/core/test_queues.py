@@ -331,7 +331,7 @@ def test_unknown_state_version_is_refused(bad_state):
         QueueMonitor(QM, MonitorSettings(), bad_state)
 
 
-# ---------------------------------------------------------------- issue 15: start-up, bounded state, calm stalls
+# ---------------------------------------------------------------- start-up, bounded state, calm stalls
 
 
 def test_a_queue_first_seen_non_empty_has_a_running_service_timer():

@@ -345,7 +345,7 @@ def test_elements_of_odd_sizes(bad):
     assert elements(bad) == 1
 
 
-# ---------------------------------------------------------------- exact accounting (issue 15)
+# ---------------------------------------------------------------- exact accounting
 
 
 def test_a_get_without_msg_bytes_frees_the_long_message_and_its_staging_part():

@@ -1,4 +1,4 @@
-"""Timestamps never move: exact ms <-> datetime conversions (issue 15 item 12)."""
+"""Timestamps never move: exact ms <-> datetime conversions."""
 
 from __future__ import annotations
 

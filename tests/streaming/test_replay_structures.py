@@ -129,7 +129,7 @@ def test_structure_operator_equals_pure_module_over_random_streams(replay_factor
     } <= kinds, kinds
 
 
-# ---------------------------------------------------------------- issue 15: exact accounting, calm alerts
+# ---------------------------------------------------------------- exact accounting, calm alerts
 
 EXACT = Config.model_validate(
     {

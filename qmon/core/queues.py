@@ -332,7 +332,7 @@ class QueueMonitor:
                     before = depth if rec.depth_after is None else max(0, rec.depth_after - 1)
                     after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
                     quiet = not (  # (a timer this put starts has run 0 ms: QSVCINT >= 0, config and MQSC refuse less)
-                        (start is not None and enabled and iev == "HIGH" and ts - start > interval)
+                        (before > 0 and start is not None and enabled and iev == "HIGH" and ts - start > interval)
                         or (before == 0 and interest)
                         or (enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"])
                     )
@@ -414,7 +414,10 @@ class QueueMonitor:
                 q["svc_timer_clock"] = clock
             q["enq"] += 1
             q["high_depth"] = max(q["high_depth"], after)
-            if q["svc_timer_start"] is not None and enabled and a["QSVCIEV"] == "HIGH":
+            # A put to an empty queue (``depth_after`` 1: the gets that emptied it were not seen) finds the timer
+            # OFF (IBM MQ, "Queue service interval events": "If the queue becomes empty ... the timer is put into an
+            # OFF state, to be restarted on the next put"): it restarts below and measures nothing now.
+            if before > 0 and q["svc_timer_start"] is not None and enabled and a["QSVCIEV"] == "HIGH":
                 elapsed = rec.ts - q["svc_timer_start"]
                 if elapsed > a["QSVCINT"]:
                     out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))

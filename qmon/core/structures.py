@@ -669,6 +669,10 @@ class StructureMonitor:
         d, st = self.d, self.state
         assert d is not None
         out: list[Emit] = []
+        if d.resource:
+            # IMS, "CQS structure overflow function": "Structure overflow is not supported for resource
+            # structures", and the alter at OVFLWMAX is that function's first action: neither happens.
+            return out
         if st["mode_alert_id"] is not None and not d.ovflwstr:
             return out  # without an overflow structure the threshold is not checked again
         if st["size_kb"] < d.size:
@@ -705,8 +709,6 @@ class StructureMonitor:
             )
             if not at_or_above(st["used"], self.capacity, d.ovflwmax):
                 return out
-        if d.resource:
-            return out  # resource structures never overflow
         if st["mode_alert_id"] is None:
             aid = st["mode_alert_id"] = event_id("overflow", self.name, rec.event_id)
             if d.ovflwstr:

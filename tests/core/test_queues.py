@@ -97,6 +97,19 @@ def test_put_to_non_empty_queue_does_not_reset_timer():
     assert ev["type"] == "QSVCINT_HIGH" and ev["service_time_ms"] == 10_500
 
 
+def test_a_put_whose_depth_after_is_1_restarts_the_timer_and_raises_nothing():
+    """A PUT with ``depth_after`` 1 found the queue empty (the gets that emptied it were not seen): the timer
+    was OFF and restarts now; it never measured the time the queue stood empty."""
+    f = Feed(monitor(qsvciev="HIGH", qsvcint=2_000))
+    for ts, depth in ((0, 1), (100, 2), (200, 3)):
+        assert perf(f("PUT", ts, depth_after=depth)) == []
+    assert perf(f("PUT", 5_000, depth_after=1)) == []  # not a HIGH of 5,000 ms
+    assert perf(f("GET", 5_500, depth_after=0)) == []  # and so no OK by the flip: HIGH is still the one enabled
+    f("PUT", 6_000, depth_after=1)
+    [ev] = perf(f("PUT", 8_001, depth_after=2))  # the restarted timer runs from 6,000
+    assert ev["type"] == "QSVCINT_HIGH" and ev["service_time_ms"] == 2_001
+
+
 def test_get_that_empties_queue_turns_timer_off():
     f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
     f("PUT", 0)

@@ -291,6 +291,17 @@ def test_resource_structures_never_overflow():
     assert "OVERFLOW_MODE_ENTERED" not in [t for t, _ in types(out)]
 
 
+def test_a_resource_structure_at_ovflwmax_is_not_altered_but_full_monitoring_still_warns():
+    """The alter is the overflow function's first action, and CQS has none for a resource structure; z/OS
+    structure full monitoring (FULLTHRESHOLD) still warns."""
+    m = mon(size=7, initsize=5, ovflwmax=70, fullthreshold=80, resource=True)
+    out = fill(m, "1TRAN", 9)
+    kinds = [t for t, _ in types(out)]
+    assert "STRUCTURE_ALTERED" not in kinds and "OVERFLOW_MODE_ENTERED" not in kinds
+    assert m.state["size_kb"] == 5
+    assert "STRUCTURE_NEAR_FULL" in kinds
+
+
 # ---------------------------------------------------------------- full and near full
 
 

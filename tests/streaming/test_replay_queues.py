@@ -218,3 +218,20 @@ def test_a_slow_consumer_is_one_stall_episode(replay_factory):
         ("QUEUE_STALLED", "FIRING", 11_000),
         ("QUEUE_STALLED", "RESOLVED", 106_500),
     ]
+
+
+def test_a_put_that_finds_the_queue_empty_restarts_the_timer_through_replay(replay_factory):
+    out = replay_factory(
+        [
+            *SETUP,
+            act(1_000, "PUT", depth_after=1),
+            act(1_100, "PUT", depth_after=2),
+            act(1_200, "PUT", depth_after=3),
+            act(20_000, "PUT", depth_after=1),  # the gets that emptied it were not seen: the timer was OFF
+            act(20_500, "GET", depth_after=0),
+            act(21_000, "PUT", depth_after=1),
+            act(32_000, "PUT", depth_after=2),  # 11 s on the timer restarted at 21 s
+        ]
+    )
+    perf = of(out, topics.PERFORMANCE)
+    assert [(p["type"], p["ts"] - T0, p["service_time_ms"]) for p in perf] == [("QSVCINT_HIGH", 32_000, 11_000)]

@@ -215,3 +215,14 @@ def test_structure_operator_equals_pure_module_over_generated_streams(replay_fac
     """Hypothesis-generated streams (long messages, gets with and without msg_bytes, an overflow structure,
     redeliveries, failed puts): the Spark operator's output is exactly the pure module's."""
     _operator_equals_reference(replay_factory, records)
+
+
+def test_a_resource_structure_is_neither_altered_nor_overflowed_through_replay(replay_factory):
+    config = Config.model_validate(
+        {"structures": [{"strname": "RES2", "size": 8, "initsize": 5, "type": "resource", "fullthreshold": 80}]}
+    )
+    out = replay_factory([put(i, "1TRAN", structure="RES2") for i in range(9)], config)  # 9 of 10 elements
+    kinds = [r["type"] for r in out if r["topic"] == topics.ALERTS]
+    assert "STRUCTURE_ALTERED" not in kinds and "OVERFLOW_MODE_ENTERED" not in kinds
+    assert "STRUCTURE_NEAR_FULL" in kinds  # z/OS structure full monitoring still warns
+    assert not [r for r in out if r["topic"] == topics.OVERFLOW]

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup servers demo test test-fast lint format typecheck ci bench wheel clean
+.PHONY: help setup servers demo test test-fast lint format typecheck docs ci bench wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -13,10 +13,10 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "qmon needs Python 3.11 or later")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,dev]'
+	$(PY) -m pip install --quiet -e '.[test,dev,docs]'
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install qmon (editable) with test and dev (ruff, mypy) dependencies
+setup: $(STAMP) ## create .venv and install qmon (editable) with test, dev (ruff, mypy) and docs (mkdocs) dependencies
 
 # Prometheus and Alertmanager for the tests that run the real servers (Debian packages; installed when
 # missing and this runs as root with apt-get; otherwise those tests skip and say why)
@@ -55,7 +55,12 @@ format: setup ## ruff: format the code and apply the safe lint fixes
 typecheck: setup ## mypy (with the pydantic plugin) over the whole project, as configured in pyproject.toml
 	$(VENV)/bin/mypy
 
-ci: lint typecheck test ## what CI runs (.ci/run): lint, typecheck, then the whole test suite
+# (in CI, CI=true: the reference pages are checked, not rewritten, so a stale page fails the run)
+docs: setup ## regenerate the reference pages from the code, then build the site into build/site (mkdocs --strict)
+	$(PY) -m qmon.app.docgen $(if $(CI),--check,)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+ci: lint typecheck docs test ## what CI runs (.ci/run): lint, typecheck, the docs, then the whole test suite
 
 bench: setup ## the steady-state targets in one run, side by side (~22 min; with Quix Streams if .venv-quix exists)
 	$(PY) benchmarks/throughput.py --targets --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)

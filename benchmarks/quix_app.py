@@ -3,6 +3,7 @@ pick instead of qmon.  Run by benchmarks/throughput.py in its own virtualenv (Qu
 older confluent-kafka than qmon):
 
     python -m venv .venv-quix && .venv-quix/bin/pip install quixstreams fastavro pydantic pyyaml
+    .venv-quix/bin/pip install --no-deps -e .
     python benchmarks/throughput.py --quix-python .venv-quix/bin/python
 
 Per-queue state is keyed by the message key (qmgr/queue), per-structure state after a ``group_by``

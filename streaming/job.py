@@ -298,7 +298,10 @@ def run(
             "qmon",
             shuffle_partitions=config.job.shuffle_partitions,
             checkpoint_fs=config.job.checkpoint_fs,
+            ui=True,
         )
+        if own and spark.sparkContext.uiWebUrl:
+            logger.info("qmon job: Spark's web UI on %s", spark.sparkContext.uiWebUrl)
         try:
             if stopping.is_set():
                 return 0

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from typing import IO, Any
 
 logger = logging.getLogger(__name__)
@@ -121,8 +122,12 @@ _JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptio
 _DEFAULT_JAVA_OPTIONS = ("spark.driver.defaultJavaOptions", "spark.executor.defaultJavaOptions")
 #: an executor's JVM takes its environment from these (on a cluster: the driver's does not reach it)
 _EXECUTOR_ENV = tuple(f"spark.executorEnv.{v}" for v in ENV_OPTION_VARIABLES)
+#: Where Spark takes the driver's address from, besides ``SPARK_LOCAL_IP``: the user's choice, kept.
+_ADDRESS_KEYS = ("spark.driver.host", "spark.driver.bindAddress")
+
+
 #: what qmon reads of spark-defaults.conf
-_READ_FROM_DEFAULTS = frozenset((*_JAVA_OPTIONS, *_DEFAULT_JAVA_OPTIONS, *_EXECUTOR_ENV, "spark.jars"))
+_READ_FROM_DEFAULTS = frozenset((*_JAVA_OPTIONS, *_DEFAULT_JAVA_OPTIONS, *_EXECUTOR_ENV, "spark.jars", *_ADDRESS_KEYS))
 
 
 def spark_defaults() -> dict[str, str]:
@@ -173,25 +178,25 @@ def with_java_options(
     return out
 
 
-def session(
-    master: str = "local[*]",
-    app_name: str = "qmon",
-    shuffle_partitions: int = 4,
+def session_options(
+    master: str,
+    app_name: str,
+    shuffle_partitions: int,
     extra: dict[str, Any] | None = None,
-    checkpoint_fs: str = "nio",
-):
-    """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
-    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints)."""
-    # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    *,
+    ui: bool = False,
+    defaults: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """qmon's settings for a session on ``master``.
 
-    # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-
-    options = {
+    Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
+    ``spark.driver.bindAddress``, else the host name's address): a cluster's executors connect back to the
+    driver at the address it advertises, so qmon sets none for a cluster master.  A ``local`` master has no
+    other host: its driver binds to and advertises loopback, unless the user named an address anywhere."""
+    environ = os.environ if environ is None else environ
+    defaults = defaults or {}
+    options: dict[str, Any] = {
         "spark.master": master,
         "spark.app.name": app_name,
         "spark.jars.packages": packages(),
@@ -201,7 +206,7 @@ def session(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
-        "spark.ui.enabled": "false",
+        "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": os.environ.get("QMON_DRIVER_MEMORY", "2g"),
         # qmon is installed in the interpreter the workers run (editable or from the wheel): no PYTHONPATH
@@ -216,7 +221,33 @@ def session(
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
         **(extra or {}),
     }
+    named = "SPARK_LOCAL_IP" in environ or any(k in options or k in defaults for k in _ADDRESS_KEYS)
+    if master.startswith("local") and not named:
+        options.update(dict.fromkeys(_ADDRESS_KEYS, "127.0.0.1"))
+    return options
+
+
+def session(
+    master: str = "local[*]",
+    app_name: str = "qmon",
+    shuffle_partitions: int = 4,
+    extra: dict[str, Any] | None = None,
+    checkpoint_fs: str = "nio",
+    ui: bool = False,
+):
+    """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
+    ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints); Spark's web UI with
+    ``ui``.  Its settings: ``session_options``."""
+    # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
     defaults = spark_defaults()
+    options = session_options(master, app_name, shuffle_partitions, extra, ui=ui, defaults=defaults)
     jar = nio_local_fs_jar() if checkpoint_fs == "nio" else None
     if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
         given = options.get("spark.jars", defaults.get("spark.jars"))

@@ -226,7 +226,7 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
         if not table.rules or table.rules[-1].patterns:
             print(
                 "  note: the last rule is not a catch-all (action only); records no rule handles stay on "
-                "the DLQ (IGNORE). Seed 002 recommends a final ACTION(FWD) FWDQ(...) HEADER(YES)."
+                "the DLQ (IGNORE). IBM MQ recommends a final ACTION(FWD) FWDQ(...) HEADER(YES)."
             )
         return 0
     from qmon.connectors.dlqhandler import Handler
@@ -394,7 +394,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser, bootstrap: bool = True) -> None:
-        sp.add_argument("--config", help="YAML configuration file (see README)")
+        sp.add_argument("--config", help="YAML configuration file (see the configuration reference)")
         if bootstrap:
             sp.add_argument(
                 "--bootstrap", help="Kafka bootstrap servers (default: config kafka.bootstrap, or QMON_BOOTSTRAP)"

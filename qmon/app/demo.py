@@ -9,8 +9,8 @@ On a terminal the view redraws once a second, from the moment the demo starts: w
 waiting for while the broker and Spark start, then the structures' usage bars against
 OVFLWMAX and the full threshold (from the job's snapshots), the queues with service-interval
 events, and the latest events and alerts.  Without a terminal it prints one line per output
-record.  Either way it ends with a summary of counts per type.  What the broker, Spark and
-qmon log goes to ``demo_log()``, not the screen.
+record.  Either way it ends with a summary of counts per type.  What Spark and qmon log goes
+to ``demo_log()``, not the screen.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ SAMPLES = resources.files("qmon") / "samples"
 
 
 def demo_log() -> Path:
-    """Where the demo writes what the broker's client, Spark's JVM and qmon log (kept after the demo ends)."""
+    """Where the demo writes what Spark's JVM and qmon log (kept after the demo ends, rewritten by the next)."""
     from qmon.connectors.broker import cache_dir
 
     return cache_dir() / "logs" / "demo.log"

@@ -1,7 +1,7 @@
 """Configuration: frozen pydantic models read from YAML.
 
 A bad file stops start-up with the file, the line and the key at fault and
-what would fix it (``ConfigError``).  Every key is documented in the README.
+what would fix it (``ConfigError``).  Every key is documented in the configuration reference (docs/reference/configuration.md).
 """
 
 from __future__ import annotations
@@ -67,11 +67,15 @@ class _Model(BaseModel):
 class KafkaSecurity(_Model):
     """Client security settings, passed to every Kafka client qmon makes."""
 
-    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    username: str | None = None
-    password: SecretStr | None = None
-    ssl_cafile: str | None = None
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="Kafka's security.protocol for every client qmon makes (the job's too)"
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism, with a SASL protocol"
+    )
+    username: str | None = Field(None, description="SASL user name")
+    password: SecretStr | None = Field(None, description="SASL password (never logged)")
+    ssl_cafile: str | None = Field(None, description="PEM file of the CA that signed the brokers' certificates")
 
     @field_validator("protocol", mode="before")
     @classmethod
@@ -80,24 +84,30 @@ class KafkaSecurity(_Model):
 
 
 class KafkaConfig(_Model):
-    bootstrap: str = "127.0.0.1:9092"
+    bootstrap: str = Field(
+        "127.0.0.1:9092", description="Kafka bootstrap servers (--bootstrap and QMON_BOOTSTRAP take precedence)"
+    )
     topic_prefix: str = Field(
         "qmon", pattern=r"^[A-Za-z0-9._-]{1,200}$", description="qmon.activity becomes <prefix>.activity, and so on"
     )
     partitions: int = Field(4, ge=1, le=1024, description="partitions of the topics qmon creates")
-    security: KafkaSecurity = KafkaSecurity()
+    security: KafkaSecurity = Field(KafkaSecurity(), description="client security settings")
 
 
 class JobConfig(_Model):
-    checkpoint: str = "./qmon-checkpoint"
+    checkpoint: str = Field(
+        "./qmon-checkpoint", description="checkpoint directory: offsets and state; keep it to restart (--checkpoint)"
+    )
     checkpoint_fs: Literal["nio", "hadoop"] = Field(
         "nio",
         description="a local checkpoint's files through Java's file API (nio) or Hadoop's local file system, "
         "which runs chmod in a child process for every file it writes (hadoop)",
     )
-    master: str = "local[*]"
-    trigger: str = "1 second"
-    shuffle_partitions: int = Field(4, ge=1, le=10_000)
+    master: str = Field("local[*]", description="Spark master (--master): local[N], spark://host:7077, ...")
+    trigger: str = Field("1 second", description="micro-batch interval (a duration)")
+    shuffle_partitions: int = Field(
+        4, ge=1, le=10_000, description="Spark's shuffle partitions; a new checkpoint keeps the number it started with"
+    )
     input_tasks: int | None = Field(
         None, ge=1, le=10_000, description="tasks reading the input per batch (default: one per Kafka partition)"
     )
@@ -109,9 +119,15 @@ class JobConfig(_Model):
         description="groups the queue managers' shards are kept in, each a key of the operator (default: one per "
         "shuffle partition of the checkpoint); fixed for a checkpoint",
     )
-    watermark_delay: str = "5 seconds"
-    max_offsets_per_trigger: int | None = Field(None, ge=1)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    watermark_delay: str = Field(
+        "5 seconds", description="how far the arrival clock's watermark trails the newest record (a duration)"
+    )
+    max_offsets_per_trigger: int | None = Field(
+        None, ge=1, description="most input records a micro-batch reads (default: all available)"
+    )
+    starting_offsets: Literal["earliest", "latest"] = Field(
+        "earliest", description="where a new checkpoint starts reading the input topics"
+    )
     fetch_max_wait: str = Field(
         "10 milliseconds",
         description="how long the broker may hold the input's fetch past the log end (Kafka's fetch.max.wait.ms)",
@@ -134,15 +150,15 @@ class JobConfig(_Model):
 class QueueDefaultsConfig(_Model):
     """Defaults for queues whose names match ``pattern`` (first match wins)."""
 
-    pattern: str
-    qsvciev: Literal["HIGH", "OK", "NONE"] | None = None
-    qsvcint: int | None = Field(None, ge=0, le=999_999_999)
-    maxdepth: int | None = Field(None, ge=0, le=999_999_999)
-    qdepthhi: int | None = Field(None, ge=0, le=100)
-    qdepthlo: int | None = Field(None, ge=0, le=100)
-    qdphiev: Literal["ENABLED", "DISABLED"] | None = None
-    qdploev: Literal["ENABLED", "DISABLED"] | None = None
-    qdpmaxev: Literal["ENABLED", "DISABLED"] | None = None
+    pattern: str = Field(description="queue-name pattern (glob, * and ?); the first matching entry applies")
+    qsvciev: Literal["HIGH", "OK", "NONE"] | None = Field(None, description="QSVCIEV: which service interval event")
+    qsvcint: int | None = Field(None, ge=0, le=999_999_999, description="QSVCINT: the service interval (ms)")
+    maxdepth: int | None = Field(None, ge=0, le=999_999_999, description="MAXDEPTH: messages the queue may hold")
+    qdepthhi: int | None = Field(None, ge=0, le=100, description="QDEPTHHI: % of MAXDEPTH for QDEPTH_HIGH")
+    qdepthlo: int | None = Field(None, ge=0, le=100, description="QDEPTHLO: % of MAXDEPTH for QDEPTH_LOW")
+    qdphiev: Literal["ENABLED", "DISABLED"] | None = Field(None, description="QDPHIEV: queue depth high events")
+    qdploev: Literal["ENABLED", "DISABLED"] | None = Field(None, description="QDPLOEV: queue depth low events")
+    qdpmaxev: Literal["ENABLED", "DISABLED"] | None = Field(None, description="QDPMAXEV: queue full events")
 
     @field_validator("qsvciev", "qdphiev", "qdploev", "qdpmaxev", mode="before")
     @classmethod
@@ -167,15 +183,17 @@ class QueueDefaultsConfig(_Model):
 
 
 class MonitorConfig(_Model):
-    perfmev: Literal["ENABLED", "DISABLED"] = "DISABLED"
-    dedup_window: str = "10 minutes"
-    dedup_max: int = Field(256, ge=1, le=1_000_000)
+    perfmev: Literal["ENABLED", "DISABLED"] = Field(
+        "DISABLED", description="PERFMEV of every queue manager until ALTER QMGR changes it"
+    )
+    dedup_window: str = Field("10 minutes", description="how long a record's event_id is remembered (duplicates)")
+    dedup_max: int = Field(256, ge=1, le=1_000_000, description="ids each queue remembers with dedup_state: queue")
     dedup_state: Literal["queue", "slice"] = Field(
         "slice",
         description="where remembered event ids live: in each queue's state (at most dedup_max), or in a "
         "step ahead of the monitor, by 10-second slice of ts (every id within dedup_window); fixed for a checkpoint",
     )
-    queue_ttl: str = "7 days"
+    queue_ttl: str = Field("7 days", description="a queue idle (no record) this long is forgotten (bounded state)")
     journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
     stall_clear_hold: str = Field(
         "30 seconds",
@@ -208,12 +226,18 @@ class StructureConfig(_Model):
     size: int = Field(ge=1, description="SIZE in the CFRM policy: the most an alter can grow it to (KB)")
     initsize: int | None = Field(None, ge=1, description="INITSIZE in the CFRM policy (KB); default SIZE")
     ovflwmax: int = Field(70, ge=21, le=100, description="OVFLWMAX: usage % that triggers alter / overflow")
-    ovflwstr: str | None = Field(None, pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$")
+    ovflwstr: str | None = Field(
+        None, pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$", description="OVFLWSTR: the overflow structure's name, if any"
+    )
     ovflwsize: int | None = Field(None, ge=1, description="SIZE of the overflow structure (KB)")
     fullthreshold: int = Field(80, ge=1, le=100, description="FULLTHRESHOLD %: STRUCTURE_NEAR_FULL")
     lgmsgsz: int = Field(4096, ge=512, description="bytes of a long message kept on its ready queue")
-    overflow_scan_interval: str = "15 minutes"
-    type: Literal["msgq", "resource"] = "msgq"
+    overflow_scan_interval: str = Field(
+        "15 minutes", description="how often queues in overflow mode are scanned for emptiness (a duration)"
+    )
+    type: Literal["msgq", "resource"] = Field(
+        "msgq", description="msgq, or resource: never altered and never overflowed (full monitoring still warns)"
+    )
     clear_margin: int = Field(
         5,
         ge=0,
@@ -277,7 +301,7 @@ class StructureConfig(_Model):
 
 class ExitRuleConfig(_Model):
     queue: str = Field(min_length=1, max_length=MAX_NAME, description="queue-name pattern (glob, * and ?)")
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject"] = Field(description="what the overflow exit answers for these queues")
 
     @field_validator("decision", mode="before")
     @classmethod
@@ -336,13 +360,20 @@ class MqTraceConfig(_Model):
 
 
 class Config(_Model):
-    kafka: KafkaConfig = KafkaConfig()
-    mq_trace: MqTraceConfig = MqTraceConfig()
-    job: JobConfig = JobConfig()
-    monitor: MonitorConfig = MonitorConfig()
-    queues: tuple[QueueDefaultsConfig, ...] = ()
-    structures: tuple[StructureConfig, ...] = ()
-    overflow_exit: tuple[ExitRuleConfig, ...] | str | None = None
+    kafka: KafkaConfig = Field(KafkaConfig(), description="the Kafka cluster and qmon's topics")
+    mq_trace: MqTraceConfig = Field(MqTraceConfig(), description="IBM MQ application activity trace as input")
+    job: JobConfig = Field(JobConfig(), description="the Spark job")
+    monitor: MonitorConfig = Field(MonitorConfig(), description="the monitor's rules")
+    queues: tuple[QueueDefaultsConfig, ...] = Field(
+        (), description="queue attributes by name pattern, as DEFINE QLOCAL would set them"
+    )
+    structures: tuple[StructureConfig, ...] = Field(
+        (), description="the CF structures (CQSSGxxx STRUCTURE statements and CFRM sizes)"
+    )
+    overflow_exit: tuple[ExitRuleConfig, ...] | str | None = Field(
+        None,
+        description="the Queue Overflow exit: rules (first match wins; default approve) or a module:function path",
+    )
 
     @field_validator("overflow_exit")
     @classmethod
@@ -514,7 +545,7 @@ def load_config(path: str | Path | None) -> Config:
             where = f"line {line}" if line else "line ?"
             msg = err["msg"]
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (check its spelling against the README's configuration reference)"
+                msg = "unknown key (check its spelling against the configuration reference, docs/reference/configuration.md)"
             elif err["type"] == "missing":
                 msg = "required key is missing"
             problems.append(f"{path}: {where}: {key}: {msg}")

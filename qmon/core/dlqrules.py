@@ -363,7 +363,7 @@ def parse_rules(text: str, source: str = "rules table") -> RulesTable:
         what = "only control data" if control is not None or errors else "only comments and blank lines"
         errors.append(
             f"line {last}: end of the table, and no rule ({what}): a rules table needs at least one "
-            f"rule, e.g. the catch-all seed 002 recommends, ACTION(FWD) FWDQ(topic) HEADER(YES)"
+            f"rule, e.g. the catch-all IBM MQ recommends, ACTION(FWD) FWDQ(topic) HEADER(YES)"
         )
     if errors:
         raise RulesError(source, errors)

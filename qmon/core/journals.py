@@ -115,9 +115,9 @@ class JournalState(TypedDict):
 
     attached: str | None  # the attached receiver
     ts: int | None  # the newest status applied
-    near_alert_id: str | None  # the firing JOURNAL_RECEIVER_NEAR_THRESHOLD episode, if any
-    blocked_alert_id: str | None  # the firing JOURNAL_RECEIVER_BLOCKED episode, if any
-    exhausted_alert_id: str | None  # the firing JOURNAL_RECEIVER_NAMES_EXHAUSTED episode, if any
+    near_alert_id: str | None  # the firing RECEIVER_NEAR_THRESHOLD episode, if any
+    blocked_alert_id: str | None  # the firing SWITCH_BLOCKED episode, if any
+    exhausted_alert_id: str | None  # the firing NAME_SPACE_EXHAUSTED episode, if any
 
 
 #: alert-id fields as qmon 0.1 named them (renamed with queue state version 2)

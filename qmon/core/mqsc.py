@@ -337,13 +337,13 @@ def parse_command(text: str) -> Command:
             )
             raise MqscError(
                 "QUEUE",
-                f"QUEUE({name}): {what} cannot have interest registered; IMS "
-                "registers interest only in ready queues (seed 004)",
+                f"QUEUE({name}): {what} cannot have interest registered; IMS registers interest only in ready queues",
             )
         return Command(verb, "INTEREST", name, {"CLIENT": client})
 
     raise MqscError(
-        obj_word, f"{obj_word}: {verb} does not apply to {obj_word} in qmon (see the README for the supported commands)"
+        obj_word,
+        f"{obj_word}: {verb} does not apply to {obj_word} in qmon (docs/reference/mqsc.md lists the supported commands)",
     )
 
 

@@ -214,7 +214,7 @@ def decode(
             continue
         index += 1
         _call(out, param, index, pending, partition, offset, topic, timezone)
-    # work under syncpoint whose MQCMIT is in a later message: counted as committed (see README)
+    # work under syncpoint whose MQCMIT is in a later message: counted as committed (docs/guides/activity-trace.md)
     out.activity.extend(pending)
     return out
 

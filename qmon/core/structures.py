@@ -21,7 +21,7 @@ no Kafka, no clock.  Follows SPEC §5 and seeds 000 and 004.
   once per episode, relieved by the next get that frees space.  Crossing ``fullthreshold``
   raises STRUCTURE_NEAR_FULL once and resolves when usage drops below it.
 
-Choices where the seeds are silent (documented in the README):
+Choices where IBM's documentation is silent (docs/design/semantics.md):
 
 * A GET frees exactly what the put of that message took, ready and staging parts, in FIFO
   order per queue (seed 004: MSG2A and MSG2B are deleted together).  Each queue keeps its

@@ -267,3 +267,29 @@ def test_a_checkpoint_file_manager_the_user_chose_is_kept(spark, tmp_path):
         if saved is not None:
             spark._qmon_own_fs_settings = saved
         checkpoint_fs(spark, str(tmp_path))
+
+
+def test_a_cluster_master_gets_no_address_from_qmon_and_a_local_one_binds_loopback():
+    from qmon.streaming.spark import session_options
+
+    cluster = session_options("spark://master:7077", "qmon", 4, environ={})
+    assert "spark.driver.host" not in cluster and "spark.driver.bindAddress" not in cluster
+    local = session_options("local[2]", "qmon", 4, environ={})
+    assert local["spark.driver.host"] == local["spark.driver.bindAddress"] == "127.0.0.1"
+
+
+def test_an_address_the_user_names_anywhere_is_kept():
+    from qmon.streaming.spark import session_options
+
+    assert "spark.driver.host" not in session_options("local[2]", "qmon", 4, environ={"SPARK_LOCAL_IP": "10.0.0.5"})
+    given = session_options("local[2]", "qmon", 4, {"spark.driver.host": "me"}, environ={})
+    assert given["spark.driver.host"] == "me" and "spark.driver.bindAddress" not in given
+    defaults = {"spark.driver.bindAddress": "0.0.0.0"}
+    assert "spark.driver.host" not in session_options("local[2]", "qmon", 4, defaults=defaults, environ={})
+
+
+def test_the_web_ui_only_when_asked():
+    from qmon.streaming.spark import session_options
+
+    assert session_options("local[2]", "qmon", 4, environ={})["spark.ui.enabled"] == "false"
+    assert session_options("local[2]", "qmon", 4, ui=True, environ={})["spark.ui.enabled"] == "true"

@@ -57,8 +57,9 @@ def alert_types() -> set[str]:
     """The alert types the rules write: the first upper-case name in each call that makes an alert."""
     found: set[str] = set()
     states = {"FIRING", "RESOLVED", "INFO", "WARNING", "CRITICAL"}
-    for module in ("structures", "queues", "journals"):
-        text = (ROOT / "qmon" / "core" / f"{module}.py").read_text()
+    core = ROOT / "qmon" / "core"
+    for path in [*core.glob("structures/*.py"), *core.glob("queues/*.py"), core / "journals.py"]:
+        text = path.read_text()
         for call in re.finditer(r"(?:_emit|_alert|\balert)\(", text):
             names = re.findall(r'"([A-Z][A-Z]*(?:_[A-Z]+)+)"', text[call.end() : call.end() + 200])
             names = [n for n in names if n not in states]

@@ -13,8 +13,8 @@ from typing import Any
 
 from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
-from qmon.core.queues import Emit, MonitorSettings, QueueMonitor
-from qmon.core.records import Activity
+from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor, StructureSettings
 
 

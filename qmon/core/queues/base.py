@@ -1,0 +1,173 @@
+"""What every part of a queue-manager shard's rules shares: its settings and state, the queues' attributes
+and statistics, and how an event is made.  Pure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from qmon.core import topics
+from qmon.core.dedup import Recent
+from qmon.core.ids import event_id
+from qmon.core.interest import Registry, work_available
+from qmon.core.journals import JournalMonitor, JournalStatus
+from qmon.core.lazy import Lazy, live
+from qmon.core.queues.settings import MonitorSettings
+from qmon.core.queues.state import STATE_VERSION, QueueState, migrate
+from qmon.core.reasons import (
+    MQRC_Q_DEPTH_HIGH,
+    MQRC_Q_DEPTH_LOW,
+    MQRC_Q_FULL,
+    MQRC_Q_SERVICE_INTERVAL_HIGH,
+    MQRC_Q_SERVICE_INTERVAL_OK,
+)
+from qmon.core.records import Activity, Emit
+
+logger = logging.getLogger(__name__)
+
+REASON_NAMES = {
+    "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),
+    "QSVCINT_OK": (MQRC_Q_SERVICE_INTERVAL_OK, "MQRC_Q_SERVICE_INTERVAL_OK"),
+    "QDEPTH_HIGH": (MQRC_Q_DEPTH_HIGH, "MQRC_Q_DEPTH_HIGH"),
+    "QDEPTH_LOW": (MQRC_Q_DEPTH_LOW, "MQRC_Q_DEPTH_LOW"),
+    "Q_FULL": (MQRC_Q_FULL, "MQRC_Q_FULL"),
+}
+
+
+class ShardBase:
+    """One shard of one queue manager: its state and helpers.  The rules are in the parts ``QueueMonitor`` is
+    made of; the ones a part calls in another are declared here."""
+
+    def __init__(
+        self,
+        qmgr: str,
+        settings: MonitorSettings,
+        state: dict[str, Any] | None = None,
+        decode: Callable[[Any], QueueState] | None = None,
+    ):
+        """``decode``: the queues are stored encoded, each decoded when used (``qmon.core.lazy``)."""
+        self.qmgr = qmgr
+        self.settings = settings
+        if state is None:
+            state = {"v": STATE_VERSION, "perfmev": None, "queues": {}, "index": {}}
+        elif state.get("v") != STATE_VERSION:
+            state = migrate(state)  # type: ignore[assignment]
+        if decode is not None:
+            state["queues"] = Lazy(state["queues"], decode)
+        self.state: dict[str, Any] = state
+        self.queues: MutableMapping[str, QueueState] = state["queues"]
+        self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
+        if "index" not in state:  # a shard stored before the index: every queue, once
+            state["index"] = {}
+            self._touch_all()
+        self.index: dict[str, list[Any]] = state["index"]
+
+    @property
+    def interest(self) -> Registry:
+        return Registry(self.state.setdefault("interest", {}))
+
+    def _notify(self, queue: str, depth: int, ts: int, source: str) -> list[Emit]:
+        """WorkAvailable for every client registered for ``queue`` (it just went from empty to non-empty)."""
+        if not self.state.get("interest"):
+            return []
+        return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source)) for c in self.interest.clients_for(queue)]
+
+    def on_journal(self, status: JournalStatus) -> list[Emit]:
+        """Journal receiver status of this queue manager (SPEC §8)."""
+        journals = JournalMonitor(self.qmgr, self.state.setdefault("journals", {}), self.settings.journal_near_pct)
+        return [Emit(*e) for e in journals.on_status(status)]
+
+    @property
+    def perfmev(self) -> str:
+        return self.state["perfmev"] or self.settings.perfmev
+
+    def _queue(self, name: str, ts: int) -> QueueState:
+        q = self.queues.get(name)
+        if q is None:
+            q = QueueState(
+                depth=0,
+                svc_timer_start=None,
+                svc_timer_clock=None,
+                attrs=self.settings.attrs_for(name),
+                defined=False,
+                reset_ts=None,
+                high_depth=0,
+                enq=0,
+                deq=0,
+                last_ts=ts,
+                recent={},
+                stall_alert_id=None,
+                stall_ok=None,
+            )
+            self.queues[name] = q
+        return q
+
+    def _event(
+        self, q: QueueState, queue: str, kind: str, ts: int, source_id: str, service_time: int | None = None
+    ) -> Emit:
+        code, reason = REASON_NAMES[kind]
+        reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+        record = {
+            "event_id": event_id("perf", kind, self.qmgr, queue, source_id),
+            "type": kind,
+            "reason_code": code,
+            "reason": reason,
+            "qmgr": self.qmgr,
+            "queue": queue,
+            "ts": ts,
+            "time_since_reset": max(0, (ts - reset_ts) // 1000),
+            "high_q_depth": q["high_depth"],
+            "msg_enq_count": q["enq"],
+            "msg_deq_count": q["deq"],
+            "service_time_ms": service_time,
+            "service_interval_ms": q["attrs"]["QSVCINT"] if kind.startswith("QSVCINT") else None,
+        }
+        if not kind.startswith("QSVCINT"):
+            record["service_time_ms"] = None
+        self._reset_stats(q, ts)
+        return Emit(topics.PERFORMANCE, f"{self.qmgr}/{queue}", record)
+
+    @staticmethod
+    def _reset_stats(q: QueueState, ts: int) -> None:
+        q["reset_ts"] = ts
+        q["high_depth"] = q["depth"]
+        q["enq"] = 0
+        q["deq"] = 0
+
+    def _duplicate(self, q: QueueState, rec: Activity) -> bool:
+        return self.recent.duplicate(q, rec.event_id, rec.ts)
+
+    def pack(self) -> None:
+        """Make the state compact to store: the remembered event ids of the queues used, packed, and their
+        index entries brought up to date."""
+        self.recent.pack()
+        for name, q in live(self.queues).items():
+            self.index[name] = [q["last_ts"], self._due(q), self.forgettable(name, q)]
+
+    def _touch_all(self) -> None:
+        """Use every queue (so that ``pack`` refreshes every index entry): what a shard-wide change needs."""
+        for name in self.queues:
+            self.queues[name]
+
+    # ---------------------------------------------------------- the parts' rules, as the others call them
+
+    def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:  # StallAlert
+        raise NotImplementedError
+
+    def _settle_stall(
+        self, queue: str, q: QueueState, now_ts: int, clock: int | None = None
+    ) -> list[Emit]:  # StallAlert
+        raise NotImplementedError
+
+    def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:  # StallAlert
+        raise NotImplementedError
+
+    def _due(self, q: QueueState) -> int | None:  # StallAlert
+        raise NotImplementedError
+
+    def forgettable(self, name: str, q: QueueState) -> bool:  # Retention
+        raise NotImplementedError
+
+    def _snap(self) -> dict[str, Any]:  # Snapshots
+        raise NotImplementedError

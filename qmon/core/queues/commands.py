@@ -1,0 +1,161 @@
+"""MQSC commands and queue statistics: ALTER QMGR, DEFINE and ALTER QLOCAL, RESET QSTATS (one queue or a generic
+name, answered in parts by shard), registration of interest, PING QMGR; one reply each.  Pure."""
+
+from __future__ import annotations
+
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.interest import listing, work_available
+from qmon.core.interest import matches as _interest_match
+from qmon.core.mqsc import Command, canonical, split_part
+from qmon.core.queues.base import ShardBase
+from qmon.core.queues.state import QueueState
+from qmon.core.records import Emit
+
+
+class Commands(ShardBase):
+    """How a shard answers MQSC."""
+
+    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """Apply a parsed command; the reply is emitted only when ``reply`` (one shard answers)."""
+        ok, message = True, ""
+        if cmd.obj == "QMGR" and cmd.verb == "ALTER":
+            if "PERFMEV" in cmd.attrs:
+                self.state["perfmev"] = cmd.attrs["PERFMEV"]
+                self._touch_all()  # every queue's stall deadline depends on it
+            message = f"AMQ8005I: IBM MQ queue manager {self.qmgr} changed."
+        elif cmd.obj == "QMGR" and cmd.verb == "PING":
+            message = f"AMQ8018I: Start IBM MQ queue manager {self.qmgr} acknowledged (PING QMGR)."
+        elif cmd.obj == "QLOCAL":
+            name = cmd.name
+            assert name is not None
+            known = name in self.queues
+            q = self._queue(name, ts)
+            if cmd.verb == "DEFINE":
+                if q["defined"] and not cmd.attrs.get("REPLACE"):
+                    ok = False
+                    message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
+                else:
+                    attrs = self.settings.attrs_for(name)
+                    attrs.update({k: v for k, v in cmd.attrs.items() if k != "REPLACE"})
+                    q["attrs"] = attrs
+                    q["defined"] = True
+                    message = f"AMQ8006I: IBM MQ queue {name} created."
+            else:
+                q["attrs"].update(cmd.attrs)
+                message = f"AMQ8008I: IBM MQ queue {name} changed."
+                if not known:
+                    message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
+        elif cmd.obj == "INTEREST":
+            return self._interest(cmd, ts, command_id, reply)
+        elif cmd.obj == "QSTATS":
+            name = cmd.name
+            assert name is not None
+            if cmd.generic:
+                return self._reset_qstats_generic(cmd, ts, command_id, reply)
+            q = self._queue(name, ts)
+            message = self._qstats_detail(name, q, ts)
+            self._reset_stats(q, ts)
+        else:
+            ok, message = False, f"{cmd.verb} {cmd.obj} is not handled by the queue monitor."
+        if ignored := cmd.ignored:
+            message += f" Not modelled by qmon, accepted and ignored: {', '.join(ignored)}."
+        if not reply:
+            return []
+        return [command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
+
+    def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """REGISTER / DEREGISTER INTEREST.  Every shard receives every interest command and holds all
+        registrations; each tells of work on its own queues, shard 0 replies (``reply``)."""
+        pattern, client = cmd.name, cmd.attrs["CLIENT"]
+        assert pattern is not None
+        registry = self.interest
+        out: list[Emit] = []
+        if cmd.verb == "REGISTER":
+            ok = True
+            if registry.register(pattern, client):
+                message = f"client {client} registered interest in {pattern}."
+                # work already there: one WorkAvailable per queue of this shard it covers, unless
+                # another registration of the client covers the queue (it has been told already)
+                names = sorted(self.queues) if pattern.endswith("*") else [pattern] if pattern in self.queues else []
+                for name in names:
+                    q = self.queues[name]
+                    if (
+                        q["depth"] > 0
+                        and _interest_match(pattern, name)
+                        and not registry.covered_otherwise(client, name, pattern)
+                    ):
+                        out.append(Emit(*work_available(self.qmgr, name, client, q["depth"], ts, command_id)))
+                if reply:
+                    message += registry.lterm_warning(pattern, client)
+            else:
+                message = f"client {client} was already registered for {pattern}; nothing changed."
+        elif pattern == registry.EVERYTHING:
+            # DEREGISTER INTEREST QUEUE(*): every registration of the client (CQS does this for an
+            # IMS that terminates), exact and generic, ``*`` itself included
+            removed = registry.deregister_all(client)
+            ok = bool(removed)
+            message = (
+                f"client {client} deregistered from every name it had registered ({len(removed)}): {listing(removed)}."
+                if removed
+                else f"client {client} has no interest registered in any queue."
+            )
+        else:
+            ok = registry.deregister(pattern, client)
+            message = (
+                f"client {client} deregistered from {pattern}."
+                if ok
+                else f"client {client} has no interest registered in {pattern}."
+            )
+        if reply:
+            out.append(command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
+        return out
+
+    @staticmethod
+    def _qstats_detail(name: str, q: QueueState, ts: int) -> str:
+        reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+        return (
+            f"AMQ8450I: Display queue status details. QUEUE({name}) RESETINT({max(0, (ts - reset_ts) // 1000)}) "
+            f"HIQDEPTH({q['high_depth']}) MSGSIN({q['enq']}) MSGSOUT({q['deq']})"
+        )
+
+    def _reset_qstats_generic(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
+        """RESET QSTATS with a generic name: reset every queue of this shard it matches.
+
+        A shard holds only its own queues' statistics, so the job delivers the command to every
+        shard with the shard's part in the command id (``k/N``, ``qmon.core.mqsc.split_part``) and each
+        replies with its part: the reply says ``part k of N`` and has an event_id of its own.  The
+        pure reference (one monitor, no parts) and a single shard give one reply listing them all."""
+        assert cmd.name is not None
+        command_id, part, parts = split_part(command_id)
+        prefix = cmd.name[:-1]
+        lines = []
+        for name in sorted(n for n in self.queues if n.startswith(prefix)):
+            q = self.queues[name]
+            lines.append(self._qstats_detail(name, q, ts))
+            self._reset_stats(q, ts)
+        if not reply:
+            return []
+        where = f"part {part} of {parts}: " if parts > 1 else ""
+        if lines:
+            found = f"{len(lines)} queue{'' if len(lines) == 1 else 's'} reset" + (" in this part" if parts > 1 else "")
+            message = f"{canonical(cmd)}: {where}{found}:\n" + "\n".join(lines)
+        else:
+            found = "no matching queue in this part." if parts > 1 else f"no queue matches {cmd.name}; nothing reset."
+            message = f"{canonical(cmd)}: {where}{found}"
+        out = command_reply(command_id, self.qmgr, ts, True, message)
+        if parts > 1:  # each part its own record, so consumers dropping duplicates keep them all
+            out.record["event_id"] = event_id("reply", command_id, "part", part, parts)
+        return [out]
+
+
+def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:
+    record = {
+        "event_id": event_id("reply", command_id),
+        "command_id": command_id,
+        "qmgr": qmgr,
+        "ts": ts,
+        "ok": ok,
+        "message": message,
+    }
+    return Emit(topics.REPLIES, command_id, record)

@@ -1,0 +1,144 @@
+"""qmon's stall alert, beyond MQ: QUEUE_STALLED once a watched queue goes longer than QSVCINT without a get,
+resolved once it has been served in time for ``stall_clear_hold`` of event time.  Pure."""
+
+from __future__ import annotations
+
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.lazy import live
+from qmon.core.queues.base import ShardBase
+from qmon.core.queues.state import QueueState
+from qmon.core.records import Emit, SubjectKind
+from qmon.core.records import alert as _alert
+from qmon.core.records import iso as _iso
+from qmon.core.records import plural as _plural
+
+
+class StallAlert(ShardBase):
+    """The stall alert of a shard, and the timer that raises it on a quiet queue."""
+
+    def _stall_watched(self, q: QueueState) -> bool:
+        return (
+            q["svc_timer_start"] is not None
+            and q["depth"] > 0
+            and self.perfmev == "ENABLED"
+            and q["attrs"]["QSVCIEV"] != "NONE"
+            and q["stall_alert_id"] is None
+        )
+
+    def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
+        out = self._settle_stall(queue, q, now_ts)
+        if self._stall_watched(q) and now_ts - q["svc_timer_start"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
+            out.append(self._fire_stall(queue, q))
+        return out
+
+    def _settle_stall(self, queue: str, q: QueueState, now_ts: int, clock: int | None = None) -> list[Emit]:
+        """A FIRING stall whose queue has been served in time since ``stall_ok``: RESOLVED at the end of the
+        hold if event time ``now_ts`` (or the arrival clock ``clock``) has reached it, unless the queue
+        went unserved for longer than QSVCINT again first (a relapse: the same episode goes on)."""
+        ok = q.get("stall_ok")
+        if q["stall_alert_id"] is None or ok is None:
+            return []
+        hold = self.settings.stall_clear_hold_ms
+        interval = q["attrs"]["QSVCINT"]
+        if clock is None:
+            due, now, start = ok[0] + hold, now_ts, q["svc_timer_start"]
+        else:
+            due, now, start = ok[1] + hold, clock, q["svc_timer_clock"]
+        if q["depth"] > 0 and start is not None and now - start > interval and start + interval < due:
+            q["stall_ok"] = None  # relapsed before the hold ended
+            return []
+        if now < due:
+            return []
+        return self._resolve_stall(
+            queue,
+            q,
+            ok[0] + hold,
+            f"it has been served within its service interval for {hold // 1000} s since {_iso(ok[0])}"
+            if hold
+            else "a get served it within its service interval or emptied it",
+        )
+
+    def _fire_stall(self, queue: str, q: QueueState) -> Emit:
+        start = q["svc_timer_start"]
+        assert start is not None
+        interval = q["attrs"]["QSVCINT"]
+        deadline = start + interval
+        alert_id = event_id("stall", self.qmgr, queue, start)
+        q["stall_alert_id"] = alert_id
+        record = _alert(
+            event_id("stall-firing", alert_id),
+            "QUEUE_STALLED",
+            "FIRING",
+            alert_id,
+            "WARNING",
+            subject_kind=SubjectKind.QUEUE,
+            subject=queue,
+            queue=queue,
+            qmgr=self.qmgr,
+            ts=deadline,
+            summary=(
+                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
+                f"served for more than its service interval of {interval} ms (no get since "
+                f"{_iso(start)}). MQ raises no event until the next put or get."
+            ),
+            action=(
+                f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
+                "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."
+            ),
+        )
+        return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
+
+    def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:
+        alert_id = q["stall_alert_id"]
+        q["stall_ok"] = None
+        if alert_id is None:
+            return []
+        q["stall_alert_id"] = None
+        record = _alert(
+            event_id("stall-resolved", alert_id),
+            "QUEUE_STALLED",
+            "RESOLVED",
+            alert_id,
+            "INFO",
+            subject_kind=SubjectKind.QUEUE,
+            subject=queue,
+            queue=queue,
+            qmgr=self.qmgr,
+            ts=ts,
+            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
+            action="None.",
+        )
+        return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]
+
+    def _due(self, q: QueueState) -> int | None:
+        """The arrival-clock time at which ``on_clock`` has something to do for ``q``, or None: its stall
+        (strictly past QSVCINT), or while a stall fires and the queue is served in time, the end of the hold.
+        (A relapse before the hold ends needs no deadline: the queue's next record, or the end of the hold,
+        sees it first.)"""
+        if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+            return q["svc_timer_clock"] + q["attrs"]["QSVCINT"] + 1
+        if q["stall_alert_id"] is not None and (ok := q.get("stall_ok")) is not None:
+            return ok[1] + self.settings.stall_clear_hold_ms
+        return None
+
+    def next_stall_clock(self) -> int | None:
+        """The arrival-clock time at which the earliest queue has something due (for a Spark timer)."""
+        used = live(self.queues)
+        dues = [due for name, (_, due, _) in self.index.items() if due is not None and name not in used]
+        dues.extend(due for q in used.values() if (due := self._due(q)) is not None)
+        return min(dues) if dues else None
+
+    def on_clock(self, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT), and
+        resolve or relapse the firing ones whose hold or interval has passed."""
+        out = []
+        used = live(self.queues)
+        names = set(used).union(n for n, (_, due, _) in self.index.items() if due is not None and due <= clock)
+        for name in sorted(names):
+            q = self.queues[name]
+            out.extend(self._settle_stall(name, q, 0, clock))
+            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+                if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
+                    out.append(self._fire_stall(name, q))
+        return out

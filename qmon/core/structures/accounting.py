@@ -1,0 +1,187 @@
+"""Data elements in use: a put takes its message's elements (ready and staging parts, in the primary or the
+overflow structure), a get frees what that message's put took; a put that does not fit, or one to a queue
+approved for overflow without an overflow structure, is rejected.  Pure."""
+
+from __future__ import annotations
+
+from qmon.core.ids import event_id
+from qmon.core.records import Activity, Emit
+from qmon.core.structures.base import StructureBase
+from qmon.core.structures.data_elements import at_or_above, elements, fifo_push, fifo_take, staging_queue, usage_pct
+from qmon.core.structures.state import StructureQueueState
+
+
+class DataElements(StructureBase):
+    """The accounting of ``StructureMonitor``, with its checks after each put."""
+
+    def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
+        """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
+        assert self.d is not None
+        staging = staging_queue(queue)
+        if staging and nbytes is not None and nbytes > self.d.lgmsgsz:
+            return [(queue, elements(self.d.lgmsgsz)), (staging, elements(nbytes - self.d.lgmsgsz))]
+        return [(queue, elements(nbytes))]
+
+    def _in_overflow_structure(self, queue: str) -> bool:
+        q = self.state["queues"].get(queue)
+        return bool(q and q["ovf"] and self.d and self.d.ovflwstr)
+
+    def _put(self, rec: Activity) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        q = self._q(rec.queue)
+        if q["ovf"] and not d.ovflwstr:  # §5.2 (4): puts to approved queues are rejected
+            st["rejected"] += 1
+            if not q["rej"]:
+                q["rej"] = True
+                out.append(
+                    self._emit(
+                        "QUEUE_PUTS_REJECTED",
+                        "FIRING",
+                        event_id("rejected", self.name, rec.queue, st["mode_alert_id"]),
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=self.usage(),
+                        usage_after_pct=self.usage(),
+                        summary=(
+                            f"Structure {self.name} is in overflow mode with no overflow structure: puts to "
+                            f"queue {rec.queue}, chosen by the overflow exit, are rejected until usage falls "
+                            f"to {d.target}%."
+                        ),
+                        action=(
+                            f"Drain {rec.queue} (start or speed up its consumer), or define an overflow "
+                            f"structure (OVFLWSTR) for {self.name} in CQSSGxxx and the CFRM policy."
+                        ),
+                    )
+                )
+            return out
+        parts = self._split(rec.queue, rec.msg_bytes)
+        primary_need = sum(n for name, n in parts if not self._in_overflow_structure(name))
+        ovf_need = sum(n for name, n in parts if self._in_overflow_structure(name))
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
+            st["rejected"] += 1
+            if st["ovf_full_alert_id"] is None:
+                aid = st["ovf_full_alert_id"] = event_id("ovf-full", self.name, rec.event_id)
+                out.append(
+                    self._emit(
+                        "OVERFLOW_STRUCTURE_FULL",
+                        "FIRING",
+                        aid,
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=self.ovf_usage(),
+                        usage_after_pct=self.ovf_usage(),
+                        message=f"CQS0205E STRUCTURE {d.ovflwstr} IS FULL",
+                        summary=(
+                            f"Overflow structure {d.ovflwstr} of {self.name} is full: puts to the queues in "
+                            f"overflow ({rec.queue} first) are rejected; the primary structure carries on."
+                        ),
+                        action=(
+                            f"Drain the queues in overflow, or enlarge {d.ovflwstr} in the CFRM policy "
+                            "(SETXCF START,ALTER or a policy change and rebuild)."
+                        ),
+                    )
+                )
+            self._restart_hold("ovf_full", rec.ts)  # after the FIRING: the hold starts over
+            return out
+        if primary_need and st["used"] + primary_need > self.capacity:
+            st["rejected"] += 1
+            if st["full_alert_id"] is None:
+                aid = st["full_alert_id"] = event_id("full", self.name, rec.event_id)
+                out.append(
+                    self._emit(
+                        "STRUCTURE_FULL",
+                        "FIRING",
+                        aid,
+                        "CRITICAL",
+                        rec.ts,
+                        rec.event_id,
+                        queue=rec.queue,
+                        qmgr=rec.qmgr,
+                        usage_before_pct=usage_pct(*before),
+                        usage_after_pct=usage_pct(*before),
+                        size_kb_before=st["size_kb"],
+                        size_kb_after=st["size_kb"],
+                        message=f"CQS0205E STRUCTURE {self.name} IS FULL",
+                        summary=(
+                            f"Structure {self.name} is full ({st['used']} of {self.capacity} data elements): "
+                            f"puts are rejected (first: {rec.queue} from {rec.qmgr}); gets still work."
+                        ),
+                        action=(
+                            f"Find the queues holding {self.name}'s storage and drain them (start their "
+                            "consumers, or /DEQUEUE messages nobody will read); enlarge the structure in the "
+                            "CFRM policy or define an overflow structure."
+                        ),
+                    )
+                )
+            self._restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
+            return out
+        for name, n in parts:
+            pq = self._q(name)
+            pq["msgs"] += 1
+            pq["el"] += n
+            if self._in_overflow_structure(name):
+                st["ovf_used"] += n
+            else:
+                st["used"] += n
+        fifo_push(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
+        if at_or_above(st["used"], self.capacity, d.ovflwmax):
+            if not st["above"]:  # reached: from below OVFLWMAX to at or above it
+                st["above"] = True
+                out.extend(self._threshold(rec, before))
+        out.extend(self._rearm())
+        out.extend(self._near_full(rec, before))
+        out.extend(self._track_clear(rec.ts))
+        return out
+
+    def _get(self, rec: Activity) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        q = st["queues"].get(rec.queue)
+        if q is None or not q["fifo"]:
+            return []  # no message qmon saw put (activity before qmon started): nothing to free
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        self._free(rec, q)
+        out: list[Emit] = []
+        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
+            out.extend(self._end_overflow(rec.ts, rec.event_id, before))
+        out.extend(self._rearm())
+        out.extend(self._near_full(rec, before))
+        out.extend(self._track_clear(rec.ts))
+        return out
+
+    def _free(self, rec: Activity, q: StructureQueueState) -> None:
+        """What a get frees: the oldest message of ``rec``'s queue ``q`` (its FIFO not empty), or the oldest of
+        ``rec``'s size, ready and staging parts, each at most what its queue holds."""
+        st = self.state
+        want = None
+        if rec.msg_bytes is not None:
+            split = self._split(rec.queue, rec.msg_bytes)
+            want = (split[0][1], split[1][1] if len(split) > 1 else 0)
+        taken = fifo_take(q["fifo"], want)
+        assert taken is not None
+        ready, staging = taken
+        parts = [(rec.queue, ready)]
+        staging_name = staging_queue(rec.queue)
+        if staging and staging_name is not None:
+            parts.append((staging_name, staging))
+        for name, n in parts:
+            pq = st["queues"].get(name)
+            if pq is None:
+                continue
+            n = min(n, pq["el"])
+            if pq["msgs"] > 0 and (n > 0 or name == rec.queue):
+                pq["msgs"] -= 1  # (a staging part of a merged run's average may be 0 elements)
+            pq["el"] -= n
+            if self._in_overflow_structure(name):
+                st["ovf_used"] -= n
+            else:
+                st["used"] -= n

@@ -1,0 +1,222 @@
+"""One structure's rules in one object: ``StructureMonitor`` applies puts, gets and timers to a structure's
+state and returns the records they raise.  Its rules live by concept: data elements (``accounting``), alter
+and overflow mode (``overflow``), full and near full (``full``).  Pure."""
+
+from __future__ import annotations
+
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.lazy import live
+from qmon.core.records import Activity, Emit, Snapshot
+from qmon.core.structures.accounting import DataElements
+from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, fifo_push, staging_queue
+from qmon.core.structures.full import FullMonitoring
+from qmon.core.structures.overflow import AlterAndOverflow
+
+
+def _dedup_key(rec: Activity) -> str:
+    """What a structure remembers of a record for duplicate suppression: its event_id within its queue manager."""
+    return rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
+
+
+class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
+    """The state and rules of one primary structure (and its overflow structure)."""
+
+    def _duplicate(self, rec: Activity) -> bool:
+        """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
+        return self.recent.duplicate(self._q(rec.queue), _dedup_key(rec), rec.ts)
+
+    def pack(self) -> None:
+        """Make the state compact to store (the remembered event ids of the queues touched)."""
+        self.recent.pack()
+
+    def screen(self, recs: list[Activity]) -> list[bool]:
+        """Which of ``recs`` are duplicates, as ``on_activity`` would find them applying them in turn, found
+        for each queue's records at once (``qmon.core.dedup``); then ``on_activity(rec, screened=True)`` for
+        the others.  (Nothing in the rules forgets a queue's ids between two records.)"""
+        if self.d is None:
+            return [False] * len(recs)  # a structure not configured remembers no ids (``on_activity``)
+        return self.recent.screen(recs, lambda rec: self._q(rec.queue), _dedup_key)
+
+    def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
+        """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
+        if self.d is None:
+            return self._unknown(rec)
+        if not screened and self._duplicate(rec):
+            return []
+        out = self._catch_up(rec.ts)
+        st = self.state
+        if st["last_ts"] is None or rec.ts >= st["last_ts"]:
+            st["last_ts"], st["last_clock"] = rec.ts, rec.clock if rec.clock is not None else st["last_clock"]
+        if rec.reason is not None or rec.op == "START":
+            return out  # a failed operation changes nothing; START carries no sizes
+        if rec.op == "PUT":
+            out.extend(self._put(rec))
+        elif rec.op == "GET":
+            out.extend(self._get(rec))
+        return out
+
+    def on_screened(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+        """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
+        exactly its outputs and state, with the records that can raise nothing applied by ``_quiet_run``.
+        Returns (record, its outputs) for the records that had any."""
+        out: list[tuple[Activity, list[Emit]]] = []
+        i, n = 0, len(recs)
+        while i < n:
+            j = self._quiet_run(recs, i)
+            if j < n:  # a record that may raise something (or a state with something firing): the rules
+                rec = recs[j]
+                if emits := self.on_activity(rec, screened=True):
+                    out.append((rec, emits))
+                j += 1
+            i = j
+        return out
+
+    def _quiet_run(self, recs: list[Activity], i: int) -> int:
+        """The common case, without the rules' checks: while nothing is firing, no hold or overflow mode
+        runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
+        moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else).  Applies
+        ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
+        Exactly what ``on_activity(rec, screened=True)`` does to such a record (property test:
+        ``tests/core/test_quiet_run.py``)."""
+        d, st = self.d, self.state
+        if (
+            d is None
+            or st["mode_alert_id"] is not None  # (queues are in overflow only in overflow mode)
+            or st["full_alert_id"] is not None
+            or st["near_alert_id"] is not None
+            or st["ovf_full_alert_id"] is not None
+            or st.get("clear") != {}  # (a hold running; missing: the rules add it at the first put or get)
+            or st["above"]
+        ):
+            return i
+        cap = self.capacity
+        # a put may take usage up to (but not onto) the lower of the two thresholds, and never past capacity
+        limit = min(cap * min(d.ovflwmax, d.fullthreshold), cap * 100)
+        used = st["used"]
+        if used * 100 >= limit:
+            return i
+        queues, lgmsgsz = st["queues"], d.lgmsgsz
+        last_ts, last_clock = st["last_ts"], st["last_clock"]
+        n = len(recs)
+        try:
+            while i < n:
+                rec = recs[i]
+                op, queue, nbytes = rec.op, rec.queue, rec.msg_bytes
+                if rec.reason is None and op == "PUT":
+                    q = queues.get(queue)
+                    if q is not None and q["ovf"]:
+                        break
+                    staging = staging_queue(queue) if nbytes is not None and nbytes > lgmsgsz else None
+                    if staging is None:
+                        ready, rest = max(1, -(-int(nbytes or 0) // ELEMENT_BYTES)), 0
+                    else:
+                        sq = queues.get(staging)
+                        if sq is not None and sq["ovf"]:
+                            break
+                        ready, rest = elements(lgmsgsz), elements(nbytes - lgmsgsz)  # type: ignore[operator]
+                    if (used + ready + rest) * 100 >= limit:
+                        break  # it may reach a threshold: the rules
+                    if q is None:
+                        q = self._q(queue)
+                    q["msgs"] += 1
+                    q["el"] += ready
+                    if staging is not None:
+                        sq = self._q(staging)
+                        sq["msgs"] += 1
+                        sq["el"] += rest
+                    used += ready + rest
+                    st["used"] = used
+                    fifo_push(q["fifo"], ready, rest)
+                elif rec.reason is None and op == "GET":
+                    q = queues.get(queue)
+                    if q is not None and q["fifo"]:
+                        self._free(rec, q)  # (as ``_get``; a get only lowers usage: nothing to check)
+                        used = st["used"]
+                # (a failed operation or a START changes nothing but the newest ts)
+                if last_ts is None or rec.ts >= last_ts:
+                    last_ts, last_clock = rec.ts, rec.clock if rec.clock is not None else last_clock
+                i += 1
+        finally:
+            st["last_ts"], st["last_clock"] = last_ts, last_clock
+        return i
+
+    def _unknown(self, rec: Activity) -> list[Emit]:
+        if self.state["unknown"]:
+            return []
+        self.state["unknown"] = True
+        aid = event_id("unknown-structure", self.name)
+        return [
+            self._emit(
+                "STRUCTURE_UNKNOWN",
+                "INFO",
+                aid,
+                "INFO",
+                rec.ts,
+                rec.event_id,
+                queue=rec.queue,
+                qmgr=rec.qmgr,
+                summary=(
+                    f"Activity names structure {self.name}, which is not in qmon's configuration, "
+                    "so its usage is not accounted."
+                ),
+                action=(
+                    f"Add {self.name} under structures: in the configuration file (strname, size, "
+                    "ovflwmax, ...) and restart the job."
+                ),
+            )
+        ]
+
+    def next_scan_clock(self) -> int | None:
+        """The arrival-clock time of the next overflow scan or alert resolution due (for a Spark timer), or None."""
+        st, d = self.state, self.d
+        if st["last_clock"] is None or st["last_ts"] is None or d is None:
+            return None
+        due = [since + d.clear_hold_ms for since in st.get("clear", {}).values()]
+        if st["next_scan"] is not None and st["mode_alert_id"] is not None:
+            due.append(st["next_scan"])
+        if not due:
+            return None
+        return st["last_clock"] + max(0, min(due) - st["last_ts"])
+
+    def snapshot(self, clock: int) -> list[Emit]:
+        """The structure's usage, if it changed (a queue was used) since its last snapshot, at most once per
+        ``snapshot_interval_ms`` of the arrival clock (``snapshot_due`` is a deadline of the unit's timer)."""
+        interval, d, st = self.settings.snapshot_interval_ms, self.d, self.state
+        if interval <= 0 or d is None:
+            return []
+        snap = st.setdefault("snap", {"at": None, "dirty": False})
+        snap["dirty"] = bool(snap["dirty"] or live(st["queues"]))
+        if not snap["dirty"] or (snap["at"] is not None and clock < snap["at"] + interval):
+            return []
+        in_mode = st["mode_alert_id"] is not None
+        record: Snapshot = {
+            "event_id": event_id("snapshot", self.name, clock),
+            "ts": st["last_ts"] if st["last_ts"] is not None else clock,
+            "structure": self.name,
+            "size_kb": st["size_kb"],
+            "capacity_elements": self.capacity,
+            "used_elements": st["used"],
+            "overflow_structure": d.ovflwstr,
+            "overflow_size_kb": d.ovflwsize if d.ovflwstr else None,
+            "overflow_capacity_elements": self.ovf_capacity if d.ovflwstr else None,
+            "overflow_used_elements": st["ovf_used"] if d.ovflwstr else None,
+            "overflow_mode": in_mode,
+            # approved queues exist only in overflow mode (its end clears them): no need to decode them all
+            "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
+        }
+        snap.update(at=clock, dirty=False)
+        return [Emit(topics.SNAPSHOT, self.name, dict(record))]
+
+    def snapshot_due(self) -> int | None:
+        snap = self.state.get("snap")
+        if self.settings.snapshot_interval_ms <= 0 or not snap or snap["at"] is None or not snap["dirty"]:
+            return None
+        return int(snap["at"]) + self.settings.snapshot_interval_ms
+
+    def on_clock(self, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: run the scan due by the matching event time."""
+        st = self.state
+        if st["last_clock"] is None or st["last_ts"] is None:
+            return []
+        return self._catch_up(st["last_ts"] + (clock - st["last_clock"]))

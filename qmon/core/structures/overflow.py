@@ -1,0 +1,257 @@
+"""Alter and overflow mode: at OVFLWMAX the structure is altered towards SIZE; still at or above it, CQS
+enters overflow mode, offers the candidate queues to the overflow exit, moves the approved ones to the
+overflow structure (or rejects their puts), and the scan every ``overflow_scan_interval`` returns the empty
+ones (IMS, *CQS structure overflow function*).  Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qmon.core import topics
+from qmon.core.ids import event_id
+from qmon.core.records import Activity, Emit
+from qmon.core.structures.base import StructureBase
+from qmon.core.structures.data_elements import STAGING_TYPES, at_or_above, queue_type, usage_pct
+
+MAX_APPROVED = 512
+
+
+class AlterAndOverflow(StructureBase):
+    """The overflow function of ``StructureMonitor``."""
+
+    def _rearm(self) -> list[Emit]:
+        """Usage below OVFLWMAX again: the next time it reaches the threshold counts as reached again."""
+        d, st = self.d, self.state
+        assert d is not None
+        if st["above"] and not at_or_above(st["used"], self.capacity, d.ovflwmax):
+            st["above"] = False
+        return []
+
+    def _threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
+        """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        if d.resource:
+            # IMS, "CQS structure overflow function": "Structure overflow is not supported for resource
+            # structures", and the alter at OVFLWMAX is that function's first action: neither happens.
+            return out
+        if st["mode_alert_id"] is not None and not d.ovflwstr:
+            return out  # without an overflow structure the threshold is not checked again
+        if st["size_kb"] < d.size:
+            old = st["size_kb"]
+            usage_before = self.usage()
+            target = d.target
+            want = -(-st["used"] * 100 // (2 * target)) if target > 0 else d.size
+            st["size_kb"] = max(old, min(d.size, want))
+            aid = event_id("alter", self.name, rec.event_id)
+            out.append(
+                self._emit(
+                    "STRUCTURE_ALTERED",
+                    "INFO",
+                    aid,
+                    "INFO",
+                    rec.ts,
+                    rec.event_id,
+                    queue=rec.queue,
+                    qmgr=rec.qmgr,
+                    usage_before_pct=usage_before,
+                    usage_after_pct=self.usage(),
+                    size_kb_before=old,
+                    size_kb_after=st["size_kb"],
+                    summary=(
+                        f"Structure {self.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
+                        f"from {old} KB to {st['size_kb']} KB; usage is now {self.usage()}%."
+                        + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")
+                    ),
+                    action=(
+                        "None now. If alters recur, raise INITSIZE in the CFRM policy; at SIZE the next "
+                        "threshold puts the structure into overflow mode."
+                    ),
+                )
+            )
+            if not at_or_above(st["used"], self.capacity, d.ovflwmax):
+                return out
+        if st["mode_alert_id"] is None:
+            aid = st["mode_alert_id"] = event_id("overflow", self.name, rec.event_id)
+            if d.ovflwstr:
+                st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
+            out.append(
+                self._emit(
+                    "OVERFLOW_MODE_ENTERED",
+                    "FIRING",
+                    aid,
+                    "WARNING",
+                    rec.ts,
+                    rec.event_id,
+                    queue=rec.queue,
+                    qmgr=rec.qmgr,
+                    usage_before_pct=usage_pct(*before),
+                    usage_after_pct=self.usage(),
+                    size_kb_before=st["size_kb"],
+                    size_kb_after=st["size_kb"],
+                    summary=(
+                        f"Structure {self.name} is {self.usage()}% used at its maximum size of {st['size_kb']} KB "
+                        f"(OVFLWMAX {d.ovflwmax}%) and entered overflow mode: the largest queues are offered to "
+                        "the overflow exit"
+                        + (
+                            f" and moved to {d.ovflwstr}."
+                            if d.ovflwstr
+                            else "; puts to the approved ones will be rejected."
+                        )
+                    ),
+                    action=(
+                        "See the OverflowCandidates record on qmon.events.overflow for the queues chosen; drain "
+                        "them or fix their consumers. Consider a larger SIZE in the CFRM policy."
+                    ),
+                )
+            )
+        out.extend(self._select(rec))
+        return out
+
+    def _select(self, rec: Activity) -> list[Emit]:
+        """§5.3: offer candidates to the overflow exit; one OverflowCandidates record."""
+        d, st = self.d, self.state
+        assert d is not None
+        usage_before = self.usage()
+        pool = sorted(
+            (
+                (q["el"], name)
+                for name, q in st["queues"].items()
+                if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0
+            ),
+            key=lambda x: (-x[0], x[1]),
+        )
+        remaining = st["used"]
+        ovf_free = self.ovf_capacity - st["ovf_used"]
+        candidates: list[dict[str, Any]] = []
+        approved: list[str] = []
+        for el, name in pool:
+            if remaining * 100 <= d.target * self.capacity or len(approved) >= MAX_APPROVED:
+                break
+            decision = self.settings.overflow_exit.decide(self.name, name, el)
+            fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size (seed 004)
+            candidates.append(
+                {"queue": name, "elements": el, "decision": decision, "in_overflow": decision == "approve" and fits}
+            )
+            if decision == "approve" and fits:
+                approved.append(name)
+                remaining -= el
+                if d.ovflwstr:
+                    ovf_free -= el
+        out = [
+            Emit(
+                topics.OVERFLOW,
+                self.name,
+                {
+                    "event_id": event_id("candidates", self.name, rec.event_id),
+                    "structure": self.name,
+                    "ts": rec.ts,
+                    "usage_pct": usage_before,
+                    "target_pct": float(d.target),
+                    "candidates": candidates,
+                    "usage_after_pct": usage_pct(remaining, self.capacity),
+                },
+            )
+        ]
+        for name in approved:
+            q = st["queues"][name]
+            q["ovf"] = True
+            if d.ovflwstr:
+                st["used"] -= q["el"]
+                st["ovf_used"] += q["el"]
+        return out
+
+    def _end_overflow(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
+        d, st = self.d, self.state
+        assert d is not None
+        aid, st["mode_alert_id"] = st["mode_alert_id"], None
+        st["next_scan"] = None
+        st["above"] = False  # out of overflow mode: the next put at or above OVFLWMAX reaches it again
+        out: list[Emit] = []
+        for name in sorted(st["queues"]):
+            q = st["queues"][name]
+            if q["rej"]:
+                out.append(
+                    self._emit(
+                        "QUEUE_PUTS_REJECTED",
+                        "RESOLVED",
+                        event_id("rejected", self.name, name, aid),
+                        "INFO",
+                        ts,
+                        source,
+                        queue=name,
+                        usage_before_pct=usage_pct(*before),
+                        usage_after_pct=self.usage(),
+                        summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
+                        action="None.",
+                    )
+                )
+            q["ovf"] = q["rej"] = False
+        return out + [
+            self._emit(
+                "OVERFLOW_MODE_ENDED",
+                "RESOLVED",
+                aid,
+                "INFO",
+                ts,
+                source,
+                usage_before_pct=usage_pct(*before),
+                usage_after_pct=self.usage(),
+                size_kb_before=st["size_kb"],
+                size_kb_after=st["size_kb"],
+                summary=(
+                    f"Structure {self.name} left overflow mode at {self.usage()}% used"
+                    + (
+                        ": no queue remains in the overflow structure."
+                        if d.ovflwstr
+                        else f" (at or below {d.target}%); puts to all its queues are accepted again."
+                    )
+                ),
+                action="None.",
+            )
+        ]
+
+    def _scan(self, at: int) -> list[Emit]:
+        """§5.4: queues in overflow that are empty leave it; none left ends overflow mode."""
+        d, st = self.d, self.state
+        assert d is not None
+        out: list[Emit] = []
+        before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        for name in sorted(st["queues"]):
+            q = st["queues"][name]
+            if q["ovf"] and q["msgs"] == 0:
+                q["ovf"] = False
+                out.append(
+                    self._emit(
+                        "QUEUE_OVERFLOW_ENDED",
+                        "INFO",
+                        event_id("ovf-queue", self.name, name, at),
+                        "INFO",
+                        at,
+                        f"scan@{at}",
+                        queue=name,
+                        summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {self.name}.",
+                        action="None.",
+                    )
+                )
+        if not any(q["ovf"] for q in st["queues"].values()):
+            out.extend(self._end_overflow(at, f"scan@{at}", before))
+        else:
+            st["next_scan"] = at + d.overflow_scan_interval_ms
+        return out
+
+    def _catch_up(self, now_ts: int) -> list[Emit]:
+        """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
+        st = self.state
+        out: list[Emit] = self._resolve_due(now_ts)
+        if st["next_scan"] is not None and st["mode_alert_id"] is not None and now_ts >= st["next_scan"]:
+            d = self.d
+            assert d is not None
+            at = st["next_scan"]
+            out.extend(self._scan(at))
+            if st["next_scan"] is not None and st["next_scan"] <= now_ts:
+                # nothing changes between scans without activity: the next one that matters is after now
+                k = (now_ts - st["next_scan"]) // d.overflow_scan_interval_ms + 1
+                st["next_scan"] += k * d.overflow_scan_interval_ms
+        return out

@@ -68,6 +68,7 @@ def ensure_topics(
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = []
     inputs = (*topics.INPUTS, topics.MQ_TRACE) if mq_trace else topics.INPUTS
+    warn_create_time(admin, [n for n in (topics.physical(t, prefix) for t in inputs) if n in existing], timeout)
     for logical in (*inputs, *topics.OUTPUTS, *topics.STATUS):
         name = topics.physical(logical, prefix)
         if name in existing:
@@ -83,6 +84,41 @@ def ensure_topics(
         except Exception as exc:  # noqa: BLE001
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+
+
+def create_time_topics(admin: Any, names: list[str], timeout: float = 30.0) -> list[str] | None:
+    """Which of the topics ``names`` keep the producer's timestamp (``message.timestamp.type`` CreateTime) rather
+    than the broker's append time; None when their configuration cannot be read (no DescribeConfigs right)."""
+    from confluent_kafka.admin import ConfigResource
+
+    if not names:
+        return []
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names]
+    try:
+        found = []
+        for resource, fut in admin.describe_configs(resources, request_timeout=timeout).items():
+            entry = fut.result().get("message.timestamp.type")
+            if entry is not None and entry.value != "LogAppendTime":
+                found.append(resource.name)
+        return sorted(found)
+    except Exception as exc:  # noqa: BLE001 - a principal without DescribeConfigs on the topics
+        logger.info("could not read the input topics' message.timestamp.type (%s)", exc)
+        return None
+
+
+def warn_create_time(admin: Any, names: list[str], timeout: float = 30.0) -> list[str]:
+    """Warn about input topics that keep the producer's timestamp: qmon's timers (a stalled queue, the overflow
+    scan, the end of a hold) run on the records' Kafka timestamps, which are then the producers' clocks."""
+    wrong = create_time_topics(admin, names, timeout) or []
+    for name in wrong:
+        logger.warning(
+            "input topic %s keeps the producer's timestamp (message.timestamp.type=CreateTime): qmon's timers then "
+            "run on the producers' clocks. Set it to the broker's append time: kafka-configs.sh --alter "
+            "--entity-type topics --entity-name %s --add-config message.timestamp.type=LogAppendTime",
+            name,
+            name,
+        )
+    return wrong
 
 
 def topic_exists(bootstrap: str, name: str, security: KafkaSecurity | None = None, timeout: float = 30.0) -> bool:

@@ -35,3 +35,20 @@ def test_to_end_reads_every_partition_to_its_end_then_stops(kafka_bootstrap, pre
     started = time.monotonic()
     assert list(consume(kafka_bootstrap, [topics.ALERTS], prefix=prefix, to_end=True, timeout=LONG)) == []
     assert time.monotonic() - started < LONG  # an empty topic ends too
+
+
+def test_an_existing_input_topic_on_the_producers_timestamps_is_named_with_the_fix(kafka_bootstrap, prefix, caplog):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from qmon.connectors.kafka import client_config, create_time_topics
+
+    admin = AdminClient(client_config(kafka_bootstrap))
+    activity = topics.physical(topics.ACTIVITY, prefix)
+    for fut in admin.create_topics([NewTopic(activity, num_partitions=1, replication_factor=1)]).values():
+        fut.result()  # (made by hand: the broker's default, CreateTime)
+    with caplog.at_level("WARNING", logger="qmon.connectors.kafka"):
+        ensure_topics(kafka_bootstrap, 1, prefix=prefix)
+    warned = [r.getMessage() for r in caplog.records if activity in r.getMessage()]
+    assert warned and "message.timestamp.type=LogAppendTime" in warned[0]
+    control = topics.physical(topics.CONTROL, prefix)  # created by qmon: append time, no warning
+    assert create_time_topics(admin, [activity, control]) == [activity]

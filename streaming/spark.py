@@ -126,15 +126,10 @@ _EXECUTOR_ENV = tuple(f"spark.executorEnv.{v}" for v in ENV_OPTION_VARIABLES)
 _ADDRESS_KEYS = ("spark.driver.host", "spark.driver.bindAddress")
 
 
-#: what qmon reads of spark-defaults.conf
-_READ_FROM_DEFAULTS = frozenset((*_JAVA_OPTIONS, *_DEFAULT_JAVA_OPTIONS, *_EXECUTOR_ENV, "spark.jars", *_ADDRESS_KEYS))
-
-
 def spark_defaults() -> dict[str, str]:
-    """The Java options (``extraJavaOptions``, and ``defaultJavaOptions`` and the executors' environment's
-    option variables, which qmon reads) and ``spark.jars`` of Spark's ``spark-defaults.conf``
-    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``), which a ``--conf`` of the same key would replace: qmon
-    adds to them instead."""
+    """The settings of Spark's ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``): each
+    wins over qmon's own default for its key (``session_options``), and qmon adds to its Java options and
+    ``spark.jars``, which a ``--conf`` of the same key would otherwise replace."""
     conf_dir = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
     )
@@ -147,7 +142,7 @@ def spark_defaults() -> dict[str, str]:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
             for line in f:  # (a Java properties file: "key value", "key=value" or "key: value")
                 m = re.match(r"\s*([^\s=:#!]+)\s*[=:\s]\s*(.*)$", line)
-                if m and m.group(1) in _READ_FROM_DEFAULTS:
+                if m and m.group(1).startswith("spark."):
                     found[m.group(1)] = m.group(2).strip()
     except OSError:
         pass
@@ -190,15 +185,15 @@ def session_options(
 ) -> dict[str, Any]:
     """qmon's settings for a session on ``master``.
 
-    Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
+    ``defaults`` are the settings the user gave Spark itself (``spark-defaults.conf``, or spark-submit's
+    ``--conf``): each wins over qmon's own default for its key; ``master``, ``app_name`` and ``extra`` are the
+    caller's and apply.  Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
     ``spark.driver.bindAddress``, else the host name's address): a cluster's executors connect back to the
     driver at the address it advertises, so qmon sets none for a cluster master.  A ``local`` master has no
     other host: its driver binds to and advertises loopback, unless the user named an address anywhere."""
     environ = os.environ if environ is None else environ
     defaults = defaults or {}
-    options: dict[str, Any] = {
-        "spark.master": master,
-        "spark.app.name": app_name,
+    own: dict[str, Any] = {
         "spark.jars.packages": packages(),
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
         # a batch writes RocksDB's changes, not a snapshot (Spark's advice for low latency; compatible
@@ -219,8 +214,9 @@ def session_options(
         # more workers, ~430 MiB at 1,000,000 records, and a second daemon to start); tracebacks are whole
         "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
-        **(extra or {}),
     }
+    options = {k: v for k, v in own.items() if k not in defaults}
+    options.update({"spark.master": master, "spark.app.name": app_name, **(extra or {})})
     named = "SPARK_LOCAL_IP" in environ or any(k in options or k in defaults for k in _ADDRESS_KEYS)
     if master.startswith("local") and not named:
         options.update(dict.fromkeys(_ADDRESS_KEYS, "127.0.0.1"))
@@ -246,7 +242,7 @@ def session(
     # py4j logs every command it sends to the JVM at DEBUG, Kafka options (SASL passwords) included
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
-    defaults = spark_defaults()
+    defaults = _given_to_spark()
     options = session_options(master, app_name, shuffle_partitions, extra, ui=ui, defaults=defaults)
     jar = nio_local_fs_jar() if checkpoint_fs == "nio" else None
     if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
@@ -277,6 +273,17 @@ def session(
         signal.signal(signal.SIGINT, interrupt)
     spark.sparkContext.setLogLevel(os.environ.get("QMON_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def _given_to_spark() -> dict[str, str]:
+    """What the user gave Spark itself: spark-submit's settings (its ``--conf`` and ``spark-defaults.conf``)
+    when it started the JVM, else ``spark-defaults.conf``'s."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()  # (the gateway to spark-submit's JVM, whose settings SparkConf reads)
+        return {str(k): str(v) for k, v in SparkConf().getAll()}
+    return spark_defaults()
 
 
 def _jvm_running() -> bool:

@@ -108,6 +108,7 @@ def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch
         EXECUTOR: "-XX:+DontCompileHugeMethods",
         "spark.driver.defaultJavaOptions": "-XX:MinHeapFreeRatio=40 -XX:MaxHeapFreeRatio=70",
         "spark.executorEnv._JAVA_OPTIONS": "-Xminf0.4",
+        "spark.master": "local[4]",
     }
     out = _with({"spark.master": "local[2]"}, defaults)
     # the file's ratios (HotSpot's own: how to opt out) keep qmon's out of both JVMs
@@ -293,3 +294,14 @@ def test_the_web_ui_only_when_asked():
 
     assert session_options("local[2]", "qmon", 4, environ={})["spark.ui.enabled"] == "false"
     assert session_options("local[2]", "qmon", 4, ui=True, environ={})["spark.ui.enabled"] == "true"
+
+
+def test_settings_given_to_spark_win_over_qmons_own_defaults_and_the_callers_do_not():
+    from qmon.streaming.spark import session_options
+
+    given = {"spark.driver.memory": "8g", "spark.ui.showConsoleProgress": "true", "spark.master": "local[4]"}
+    out = session_options("spark://m:7077", "qmon", 4, {"spark.executor.cores": "2"}, defaults=given, environ={})
+    assert "spark.driver.memory" not in out and "spark.ui.showConsoleProgress" not in out  # Spark takes theirs
+    assert out["spark.master"] == "spark://m:7077"  # --master and job.master are the caller's
+    assert out["spark.executor.cores"] == "2"
+    assert out["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")

@@ -181,6 +181,8 @@ class LocalKafka:
 
     workdir: Path | None = None
     port: int = 0
+    #: the address it listens on and gives clients: loopback by default (a development broker for this host)
+    host: str = "127.0.0.1"
     heap: str = "512m"
     extra_properties: dict[str, str] = field(default_factory=dict)
     listener_protocol: str = "PLAINTEXT"
@@ -191,7 +193,7 @@ class LocalKafka:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -213,8 +215,8 @@ class LocalKafka:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": f"CLIENT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"CLIENT://127.0.0.1:{self.port}",
+            "listeners": f"CLIENT://{self.host}:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"CLIENT://{self.host}:{self.port}",
             "inter.broker.listener.name": "CLIENT",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": f"CLIENT:{self.listener_protocol},CONTROLLER:PLAINTEXT",
@@ -295,14 +297,14 @@ class LocalKafka:
     def _answers(self) -> bool:
         if self.listener_protocol != "PLAINTEXT":
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                with socket.create_connection((self.host, self.port), timeout=1):
                     return True
             except OSError:
                 return False
         from confluent_kafka.admin import AdminClient
 
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            with socket.create_connection((self.host, self.port), timeout=1):
                 pass
             md = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0}).list_topics(timeout=5)
             return bool(md.brokers)

@@ -244,6 +244,10 @@ def session(
 
     defaults = _given_to_spark()
     options = session_options(master, app_name, shuffle_partitions, extra, ui=ui, defaults=defaults)
+    if options.get("spark.driver.bindAddress") == "127.0.0.1" and "spark.driver.bindAddress" not in (extra or {}):
+        # a local master on loopback (session_options): the rest of Spark's address resolution too, so it
+        # does not look for another interface when the host name resolves to loopback
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     jar = nio_local_fs_jar() if checkpoint_fs == "nio" else None
     if jar is not None:  # (spark.jars: on the driver's class path and shipped to the executors)
         given = options.get("spark.jars", defaults.get("spark.jars"))

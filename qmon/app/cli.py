@@ -62,7 +62,7 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
     from qmon.connectors.broker import LocalKafka
     from qmon.connectors.kafka import ensure_topics
 
-    broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0).start()
+    broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0, host=args.host).start()
     ensure_topics(broker.bootstrap, args.partitions)
     print(f"Kafka broker ready: --bootstrap {broker.bootstrap}  (log: {broker.log_path}); Ctrl-C stops it", flush=True)
     stop = {"now": False}
@@ -422,6 +422,11 @@ def parser() -> argparse.ArgumentParser:
     ksub = sp.add_subparsers(dest="kafka_cmd", required=True)
     kp = ksub.add_parser("start", help="start a broker and create qmon's topics; runs until Ctrl-C")
     kp.add_argument("--port", type=int, default=9092)
+    kp.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on and give clients (default loopback: a development broker for this host only)",
+    )
     kp.add_argument("--dir", help="broker data directory (default: a new temporary directory)")
     kp.add_argument("--partitions", type=int, default=4)
     kp.set_defaults(func=cmd_kafka_start)

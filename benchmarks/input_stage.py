@@ -6,8 +6,8 @@ The same Kafka-shaped rows the job reads (the throughput benchmark's Avro record
 ``pipeline.decode`` and ``pipeline.route`` (and the shuffle write the operator's input needs), written to
 Spark's ``noop`` sink: best of three, in µs a record of wall time on ``local[2]``.  ``--conf`` sets Spark
 settings for the comparison; ``--conf spark.driver.extraJavaOptions=-XX:+DontCompileHugeMethods`` runs it
-as qmon did before it let the JVM compile huge methods (``qmon.streaming.spark.JIT_HUGE_METHODS``).  Prints
-figures; asserts nothing.
+with HotSpot's default, huge methods left interpreted (what ``qmon.streaming.spark.JIT_HUGE_METHODS``
+changes).  Prints figures; asserts nothing.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ arrival clock) passes them.  Timed: the Arrow-to-pandas conversion, and the oper
 (``sorted_input``, loading the state, the rules, storing the state, encoding the outputs: qmon's).
 Not included: the JVM, the Arrow transfer and RocksDB.
 
-One process and no broker, so its figures vary far less than the end-to-end run's (±15 % here): use it to
+One process and no broker, so its figures vary far less than the end-to-end run's: use it to
 measure a change to the operator or the rules.  It checks that the outputs' event_ids are those of the pure
 modules applied record by record (the throughput benchmark's baseline, without Kafka).  Prints figures;
 asserts nothing.
@@ -44,8 +44,9 @@ from qmon.streaming.operators import Monitor  # noqa: E402
 from qmon.streaming.rows import ROUTED, ROUTED_COLUMNS, STATE  # noqa: E402
 
 ARROW_BATCH = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch (its default)
-#: the arrival clock (the broker's append time) advances as the throughput benchmark produces: ~300,000
-#: records/s, so that, as there, no queue's stall deadline (QSVCINT on the arrival clock) passes in the run
+#: records per millisecond of the arrival clock (the broker's append time), about as fast as the throughput
+#: benchmark produces, so that, as there, no queue's stall deadline (QSVCINT on the arrival clock) passes in
+#: the run
 PRODUCED_PER_MS = 300
 
 

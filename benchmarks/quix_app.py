@@ -7,14 +7,14 @@ older confluent-kafka than qmon):
     python benchmarks/throughput.py --quix-python .venv-quix/bin/python
 
 Per-queue state is keyed by the message key (qmgr/queue), per-structure state after a ``group_by``
-on the structure (a repartition topic), both in Quix's RocksDB state (without changelog topics: see below).  Output
-values are ``<logical topic>\\0<Avro record>`` on one topic, so the benchmark can compare event_ids.
+on the structure (a repartition topic), both in Quix's RocksDB state (with changelog topics, as qmon's
+state has its checkpoint).  Output values are ``<logical topic>\\0<Avro record>`` on one topic, so the benchmark can compare event_ids.
 
 A structure's state is kept the way a Quix user would keep it: the structure's own figures under
 one state key, each of its queues under a key of its own (``q/<queue>``) and the list of its queue
 names under ``names``, read only when the rules walk every queue (candidate selection, the overflow
-scan).  A message therefore reads and writes what it touches, not the whole structure (an earlier
-version stored the structure as one value: quadratic, and over Kafka's 1 MB changelog limit).
+scan).  A message therefore reads and writes what it touches, not the whole structure (one value for the
+whole structure would be rewritten by every message, and outgrow Kafka's 1 MB changelog limit).
 """
 
 from __future__ import annotations

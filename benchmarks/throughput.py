@@ -60,7 +60,7 @@ def workload(n: int, queues: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
     return [(f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records(n, queues, seed)]
 
 
-#: "short" (b0, b1, ...: every table before the digests) or "uuid" (36 characters, as producers usually send)
+#: "short" (b0, b1, ...) or "uuid" (36 characters, as producers usually send)
 EVENT_IDS = "short"
 #: the queue managers the queues belong to (queue q to QM{q mod QMGRS})
 QMGRS = 4
@@ -600,7 +600,7 @@ def latency(
     seconds: int,
     queues: int,
     tmp: Path,
-    settle: int = 20,
+    drain_timeout: int = 20,
     warmup: int = 30,
     progress_json: Path | None = None,
 ) -> dict[str, Any]:
@@ -661,7 +661,7 @@ def latency(
     lag_at_end = _lag(bootstrap, src, log.reports[-1] if log.reports else None)
     drained = None
     t_end = time.monotonic()
-    while time.monotonic() - t_end < settle:
+    while time.monotonic() - t_end < drain_timeout:
         time.sleep(0.5)
         lag = _lag(bootstrap, src, log.reports[-1] if log.reports else None)
         if lag == 0 and drained is None:
@@ -703,7 +703,7 @@ def latency(
     )
     print(
         f"  kept up: {'yes' if kept_up else 'NO'} - input lag when production stopped {lag_at_end} records, "
-        + (f"drained {drained:.1f} s later" if drained is not None else f"not drained {settle} s later")
+        + (f"drained {drained:.1f} s later" if drained is not None else f"not drained {drain_timeout} s later")
         + "; lag every 5 s: "
         + ", ".join(f"{x:,}" for _, x in lag_samples)
     )

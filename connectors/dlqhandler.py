@@ -1,4 +1,4 @@
-"""``qmon dlq-handler``: works ``qmon.dlq`` down with a rules table (SPEC §7, seed 002).
+"""``qmon dlq-handler``: works ``qmon.dlq`` down with a rules table (IBM MQ, *The DLQ handler rules table*).
 
 The decisions are ``qmon.core.dlqrules``' (pure): which rule and attempt come next for a record, when
 that attempt is due, when a record is ignored for good.  This module only moves records.
@@ -19,8 +19,8 @@ nothing appears twice.  Consumers that read uncommitted records may see an abort
 every record the handler writes carries the header ``qmon.dlq.source`` (topic/partition/offset of
 the dead letter) so they can drop such duplicates.
 
-**The ledger** ``<dlq>.ignored`` (compacted, key ``partition/offset``) is seed 002's "record of all
-messages on the DLQ that have been seen but not removed": a record left on the DLQ, either
+**The ledger** ``<dlq>.ignored`` (compacted, key ``partition/offset``) is IBM MQ's DLQ handler's "record
+of all messages on the DLQ that have been seen but not removed": a record left on the DLQ, either
 *waiting* for its next attempt or *ignored* for good, with its attempt counts per rule, the time of
 its last failed attempt and its DeadLetter header (not its bytes).  A record that has to wait is
 written to the ledger in the same transaction that commits the consumer offset past it, so the
@@ -30,10 +30,10 @@ record's entry in the transaction of its pass; a record that is forwarded, retri
 has its entry deleted (a tombstone) in the transaction that writes it.  An attempt made in a
 transaction that is then aborted by a crash is made again after the restart (it had no effect).
 
-**The rescan** (seed 002: "the DLQ is periodically rescanned") is this schedule: a waiting record is
+**The rescan** (IBM MQ's DLQ handler: "the DLQ is periodically rescanned") is this schedule: a waiting record is
 re-attempted when its due time comes; a summary line is printed every RETRYINT.  A record ignored
-for good is not attempted again while the handler runs (its rules cannot change: the table is read
-only at start, seed 002 note 3); at start, each ignored record is planned again against the table
+for good is not attempted again while the handler runs (its rules cannot change: as with IBM MQ's
+handler, the table is read only at start); at start, each ignored record is planned again against the table
 just read, with the attempt counts it has, never reset -- it gets another attempt only if a rule
 that matches it has attempts left (a new rule, or a larger RETRY).
 
@@ -84,7 +84,7 @@ class LedgerEntry(TypedDict, total=False):
     offset: int
     reason: str | None
     seen: int  # epoch ms: when the handler first read it
-    state: str  # "waiting" (for its next attempt) or "ignored" (for good); absent in entries of older versions
+    state: str  # "waiting" (for its next attempt) or "ignored" (for good); absent in entries written without it
     attempts: dict[str, int]  # Rule.key -> attempts made
     last_failure: int | None  # epoch ms of the latest failed attempt
     due: int | None  # epoch ms of the next attempt (waiting only)
@@ -265,7 +265,7 @@ class Handler:
         for lkey, entry in self.ledger.items():
             header = entry.get("header")
             if "state" not in entry or not header:
-                continue  # an older version's entry, or not a DeadLetter: ignored for good
+                continue  # an entry without a state, or not a DeadLetter: ignored for good
             step = next_step(self.table, header, _progress(entry))
             if entry["state"] == "ignored" and step.final and step.action == "IGNORE":
                 continue  # still nothing to do for it

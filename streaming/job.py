@@ -136,8 +136,8 @@ class ProgressListener:
 
     A py4j listener that asks the JVM for each report's JSON in one call.  (PySpark's own
     ``StreamingQueryListener`` builds every event field by field, dozens of py4j calls per report, and
-    polling ``recentProgress`` renders every retained report each time: measured with jstack at 5,000
-    records/s, either took ~0.15 of a core from the 2 the job has.)  A failing callback is logged, never
+    polling ``recentProgress`` renders every retained report each time: either takes a noticeable share of
+    the cores the job has.)  A failing callback is logged, never
     raised into Spark's listener bus."""
 
     def __init__(self, spark: Any, on_report: Any, on_end: Any = None):

@@ -19,9 +19,9 @@ dropped.  Spark times a group out when the watermark passes its timeout; a deadl
 already reached when a batch's rows have been applied is run at once, in the same call (Spark refuses a
 timeout behind the watermark, and a group with rows is not timed out in that batch).
 
-Why ``applyInPandasWithState`` and not ``transformWithStateInPandas``: measured with qmon's rules (README,
-Benchmarks): it hands each group a zero-copy Arrow slice with its state in the same stream, where the
-other regroups every row in Python and makes socket round trips to a state server per key.
+Why ``applyInPandasWithState`` and not ``transformWithStateInPandas``: it hands each group a zero-copy Arrow
+slice with its state in the same stream, where the other regroups every row in Python and makes socket round
+trips to a state server per key.
 """
 
 from __future__ import annotations
@@ -57,23 +57,26 @@ def _opt_str(values: list[Any]) -> list[str | None]:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
 
 
-#: records screened for duplicates at once (``_screened``): bounds the records held at a time
+#: records screened for duplicates at once (``_apply_activities_in_chunks``): bounds the records held at a
+#: time
 SCREEN_CHUNK = 10_000
 
 
 def _activities(*fields: Any) -> Iterator[Activity]:
     """Activity records from their fields' columns, in ``Activity``'s order (``_make``: no keyword handling,
-    ~3x faster than calling the class per record)."""
+    which calling the class would do for every record)."""
     return map(Activity._make, zip(*fields, strict=False))  # (some fields are repeat(): endless)
 
 
-def _screened(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]) -> None:
+def _apply_activities_in_chunks(
+    mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]
+) -> None:
     """The rules over puts and gets (nothing else between them), their duplicates found in bulk
     (``screen``) a chunk of records at a time: exact, since the rules forget no ids between two records;
-    then the others applied in turn (``on_screened``: the common case without the rules' checks)."""
+    then the others applied in turn (``on_new_activities``: the common case without the rules' checks)."""
     while chunk := list(islice(recs, SCREEN_CHUNK)):
         new = [rec for rec, dup in zip(chunk, mon.screen(chunk), strict=True) if not dup]
-        for rec, out in mon.on_screened(new):
+        for rec, out in mon.on_new_activities(new):
             emits.extend((rec.seq, rec.ts, e) for e in out)
 
 
@@ -113,8 +116,8 @@ def _joined(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """Arrow batches of one key as one frame, column by column.
 
     ``pd.concat`` of frames checks, for every column that is all null in one frame, every value of it
-    (whether it may be reindexed as NA): most of the operator's columns are null for most rows, and for
-    a big batch (many Arrow batches of a key) that check took 13% of the operator's Python time.  Columns
+    (whether it may be reindexed as NA): most of the operator's columns are null for most rows, so for a
+    big batch (many Arrow batches of a key) that check is a large part of the operator's Python time.  Columns
     are concatenated as numpy arrays, with numpy's promotion (int64 beside float64, the same column with
     nulls, gives float64, as ``pd.concat`` does); other columns by pandas.
 
@@ -136,7 +139,7 @@ def _joined(frames: Iterator[pd.DataFrame]) -> pd.DataFrame:
         else:
             columns[name] = pd.concat([pd.Series(c) for c in chunks], ignore_index=True)
         del chunks
-    return pd.DataFrame(columns, copy=False)  # (a copy would consolidate the object columns: ~1 µs a row)
+    return pd.DataFrame(columns, copy=False)  # (a copy would consolidate the object columns, row by row)
 
 
 def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataFrame:
@@ -152,7 +155,8 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
         batches = itertools.chain((first, second), rows)
         del first, second
         pdf = _joined(batches)
-    # numpy's stable lexsort on the raw columns (the last key is the primary): ~5x pandas' sort_values
+    # numpy's stable lexsort on the raw columns (the last key is the primary): no index or dtype handling,
+    # which pandas' sort_values does on every call
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
         keys += [pdf["shard"].fillna(-1).values, pd.factorize(pdf["qmgr"], sort=True)[0]]
@@ -218,7 +222,7 @@ class _Unit:
         """The arrival-clock time of the monitor's next deadline (its Spark timer), or None."""
         raise NotImplementedError
 
-    def settle(self, mon: Any, now_ts: int | None) -> None:
+    def expire_idle_queues(self, mon: Any, now_ts: int | None) -> None:
         """Before the state is stored: what the monitor forgets (queues idle past their TTL)."""
 
     def apply(self, name: str, mon: Any, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
@@ -248,7 +252,7 @@ class _Unit:
                 if at is None or at > watermark:
                     break
                 emits.extend((-1, e.record["ts"], e) for e in mon.on_clock(watermark))
-        self.settle(mon, newest)
+        self.expire_idle_queues(mon, newest)
         newest_clock = pdf["clock"].max()  # (the arrival clock: the snapshot's pace)
         clock = max(int(newest_clock) if newest_clock == newest_clock else 0, watermark or 0)
         emits.extend((-1, e.record["ts"], e) for e in mon.snapshot(clock))
@@ -257,7 +261,7 @@ class _Unit:
     def tick(self, mon: Any, watermark: int) -> list[tuple[int, int, Emit]]:
         """One monitor's deadline came: its clock reached ``watermark``."""
         out = mon.on_clock(watermark)
-        self.settle(mon, None)
+        self.expire_idle_queues(mon, None)
         out.extend(mon.snapshot(watermark))
         return [(-1, e.record["ts"], e) for e in out]
 
@@ -303,7 +307,7 @@ class QueueUnit(_Unit):
     def due(self, mon: QueueMonitor) -> int | None:
         return mon.next_stall_clock()
 
-    def settle(self, mon: QueueMonitor, now_ts: int | None) -> None:
+    def expire_idle_queues(self, mon: QueueMonitor, now_ts: int | None) -> None:
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
 
@@ -357,7 +361,7 @@ class QueueUnit(_Unit):
         if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: duplicates found in bulk
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
             recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
-            _screened(mon, recs, emits)
+            _apply_activities_in_chunks(mon, recs, emits)
             return emits, max(ts) if ts else None
         newest = None
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
@@ -428,7 +432,7 @@ class StructureUnit(_Unit):
         emits: list[tuple[int, int, Emit]] = []
         eid, qmgr, queue, op, ts, nbytes, reason, clock, seq = cols
         recs = _activities(eid, qmgr, queue, op, ts, repeat(None), nbytes, repeat(None), reason, clock, seq)
-        _screened(mon, recs, emits)
+        _apply_activities_in_chunks(mon, recs, emits)
         return emits, None
 
     def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:

@@ -12,7 +12,7 @@ Steps:
 1. Decode each input topic with its own record (one Kafka source per topic): the Confluent
    5-byte header is stripped when present, then ``from_avro`` (PERMISSIVE: a bad record yields
    null, never a failed batch).  The union of the three carries one watermark.
-2. Validate in SQL; every record that fails becomes a DeadLetter (SPEC §7) carrying its
+2. Validate in SQL; every record that fails becomes a DeadLetter carrying its
    original key and value bytes.  Commands are parsed (MQSC); an invalid one gets an error
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
@@ -272,8 +272,8 @@ def decode(
 class _Router:
     """Builds routed rows as structs with every field of ``rows.ROUTED``, in order and typed.  The fields a row
     does not set (nulls) and those every row shares are built once, not once for each routed row: each
-    ``Column`` operation is ~11 py4j round trips to the JVM (~70 µs each while it is cold; the routing
-    expression made ~6,200 of the ~12,600 that building the query made)."""
+    ``Column`` operation is several py4j round trips to the JVM, and the routing expression would otherwise
+    make most of those that building the query makes."""
 
     #: Types whose name (``simpleString``) Spark's parser reads back as the same type (a timestamp's name
     #: would follow ``spark.sql.timestampType``; a struct's does not quote its field names).

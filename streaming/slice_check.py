@@ -4,8 +4,8 @@ the rule (``fresh_rows``, ``first_copies_order``); ``streaming.dedup`` builds th
 A module of its own, light to import: Spark starts a new Python process on the driver at a query's first
 micro-batch (``pyspark.sql.streaming.transform_with_state_driver_worker``) to ask the processor for its state,
 and that process imports this module to unpickle it.  numpy, pandas and fastavro are imported where they are
-used (the workers have them loaded already), so that process does not import them (~0.3 s; PySpark's own part
-imports none of them).
+used (the workers have them loaded already), so that process does not spend its start importing them
+(PySpark's own part imports none of them).
 """
 
 from __future__ import annotations
@@ -133,8 +133,7 @@ class SliceCheck(StatefulProcessor):
 
     def _out(self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None) -> Iterator[pd.DataFrame]:
         """The step's output, ``rows`` (all when None) in frames of ``OUT_ROWS``: the watermarked column made
-        again from its milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup:
-        ~1.3 µs)."""
+        again from its milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup)."""
         import pandas as pd
 
         if rows is not None:

@@ -92,17 +92,15 @@ def nio_local_fs_jar(timeout: float = 15.0) -> str | None:
 
 #: HotSpot never compiles a method of more than 8,000 bytes of bytecode (``DontCompileHugeMethods``), and
 #: the code Spark generates for the input stage (decode, validate and route, a struct of 23 fields per
-#: routed row) is one such method: it ran interpreted.  Measured on 300,000 records, decode + route +
-#: shuffle write: 10.6 µs a record without this flag, 4.6 with it (README, Benchmarks).
+#: routed row) is one such method: without this flag it runs interpreted, and every record pays for it
+#: (``benchmarks/input_stage.py`` runs the input stage with and without it).
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 #: After a marking cycle G1 resizes the heap so that 5-20 % of it is free (HotSpot's defaults: 40-70 %).
-#: A big micro-batch holds its sorted rows in the heap (1,000,000 records: ~700 MB live), and with 40 % the
-#: heap was grown to ~1.2-1.4 GB around them: Spark's JVM peaked at 1,845-2,074 MiB, and at 1,500-1,666 MiB
-#: with these; qmon's speed moved within the runs' spread, except a 300,000-record run right after a
-#: 1,000,000-record one (4-12 % slower), and the young collections are about twice as frequent (README,
-#: Benchmarks, *Spark's JVM at the issue's level again*).  The heap's maximum (``spark.driver.memory``) is
-#: unchanged: G1 still grows the heap when collecting takes too much of the time.
+#: A big micro-batch holds its sorted rows in the heap, and with HotSpot's defaults G1 grows the heap far
+#: beyond them; with these the JVM's peak stays closer to its live data, at the price of more frequent young
+#: collections.  The heap's maximum (``spark.driver.memory``) is unchanged: G1 still grows the heap when
+#: collecting takes too much of the time.
 HEAP_FREE_RATIO = "-XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
 
 #: qmon's Java options for Spark's JVMs, each with a pattern of the HotSpot options that, given already
@@ -210,8 +208,8 @@ def session_options(
         "spark.python.worker.reuse": "true",
         # one pool of Python workers for every Python step: Spark keeps a daemon and its workers per set of
         # worker environment variables, and its SQL runners add SPARK_SIMPLIFIED_TRACEBACK where
-        # transformWithStateInPandas' runner does not (monitor.dedup_state: slice had a second pool: two
-        # more workers, ~430 MiB at 1,000,000 records, and a second daemon to start); tracebacks are whole
+        # transformWithStateInPandas' runner does not (with monitor.dedup_state: slice that would make a
+        # second pool: more workers, their memory, and a second daemon to start); tracebacks are whole
         "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     }
@@ -305,7 +303,7 @@ WORKER_CHATTER = re.compile(rb"^(Starting )?Streaming \w+ Python worker\b")
 
 #: What every start of Spark's JVM prints that tells a qmon user nothing: Ivy's report of the Kafka and Avro
 #: jars it found in its cache, log4j's default-profile notice, the well-known native-hadoop warning, and, on
-#: Java 24 and later, the JVM's note that a package Spark's launcher opens (``--add-opens``) no longer exists.
+#: Java 24 and later, the JVM's note that a package Spark's launcher opens (``--add-opens``) does not exist.
 #: Ivy's errors (unresolved dependencies), its downloads on a first start, and every other warning or error
 #: still pass.
 STARTUP_NOISE = re.compile(
@@ -422,9 +420,9 @@ def shutdown(spark: Any, timeout: float = 60.0) -> None:
 
 
 #: Without Hadoop's native library (PySpark ships none), Hadoop's local file system sets the permissions of
-#: every file it creates by running ``chmod`` in a child process of Spark's JVM: ~25 ms a file here.  A
-#: micro-batch creates several in the checkpoint (its offsets and commit files and their checksums, each
-#: state store's changelog), so a batch spent ~250 ms waiting for ``chmod``.  ``nio`` makes ``file:``
+#: every file it creates by running ``chmod`` in a child process of Spark's JVM.  A micro-batch creates
+#: several in the checkpoint (its offsets and commit files and their checksums, each state store's
+#: changelog), so every batch would wait for a ``chmod`` process per file.  ``nio`` makes ``file:``
 #: paths of the query's checkpoint use ``BareLocalFileSystem`` (the same files, checksums included, with
 #: permissions set through ``java.nio``) and Spark's ``FileSystem``-based checkpoint file manager (its
 #: default, ``FileContext``, would go through Hadoop's own local file system again).

@@ -39,17 +39,16 @@ def dumps(state: Mapping[str, Any]) -> bytes:
     return msgpack.packb(state, use_bin_type=True, default=_queues)
 
 
-#: one Packer for every queue value (``msgpack.packb`` builds a Packer per call: ~10 µs each)
+#: one Packer for every queue value (``msgpack.packb`` builds a Packer per call, for every queue of a batch)
 _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
 #: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
 #: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
-#: field names written here once rather than in every queue (a queue with two remembered ids: 260 bytes as a
-#: map, 74 so).
+#: field names written here once rather than in every queue (they are most of a small queue's map).
 #: A map of any other keys or order is stored as a map.  An id is never changed nor reused: a stored value
 #: is read back by it (a new field needs a new shape; ``tests/streaming/test_state.py`` holds the shapes
-#: frozen and golden values of each).  Earlier builds, which read queues as maps only, refuse these values
-#: by the rules' ``STATE_VERSION`` 4.
+#: frozen and golden values of each).  A build that reads queues as maps only refuses these values by the
+#: rules' ``STATE_VERSION`` 4.
 QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
     1: (
         "depth",
@@ -87,8 +86,8 @@ def dump_queue(queue: dict[str, Any]) -> bytes:
 
 
 def load_queue(stored: Any) -> Any:
-    """One queue's state back as its map (stored as a map, by qmon before 0.4 or of another shape, or a plain
-    map, as states before 0.3 held them: as it is)."""
+    """One queue's state back as its map: stored by position (``QUEUE_SHAPES``), as an encoded map (a queue
+    of another shape, or a state of a version before 4), or a plain map (as it is)."""
     if isinstance(stored, dict):
         return stored
     value = msgpack.unpackb(stored, raw=False)

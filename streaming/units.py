@@ -15,8 +15,9 @@ through Hadoop's FileSystem, so any checkpoint location Spark accepts works), wi
 shuffle partitions the checkpoint was created with, which Spark keeps for the checkpoint's whole life.
 The state lives under those keys and those shards: a checkpoint keeps the counts it started with (a
 configuration that asks for others is logged and overruled), and so does ``dedup_state`` (a checkpoint
-that has run without the key was written with ``queue``).  A checkpoint written before queue
-shards were grouped into units (qmon before 0.4.0) is refused (``CheckpointError``).
+that has run without the key was written with ``queue``).  A checkpoint that has run batches without
+``queue_units`` keeps its state under one key per queue-manager shard, not per unit, which this job cannot
+read: it is refused (``CheckpointError``).
 """
 
 from __future__ import annotations

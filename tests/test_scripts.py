@@ -1,7 +1,7 @@
 """The scripts users run as ``python benchmarks/NAME.py``.  Python puts ``benchmarks/`` first on the import
-path, so a script named after a module is imported in that module's place.  ``benchmarks/operator.py``
-was: the standard library's own imports got it instead of ``operator``, and ``argparse`` failed on an
-interpreter whose start-up had not imported ``operator`` already (a virtualenv without the editable
+path, so a script named after a module is imported in that module's place: a ``benchmarks/operator.py``
+would be what the standard library's own imports get instead of ``operator``, and ``argparse`` would fail
+on an interpreter whose start-up had not imported ``operator`` already (a virtualenv without the editable
 install's ``.pth``)."""
 
 from __future__ import annotations

@@ -217,7 +217,8 @@ class MonitorConfig(_Model):
 
 
 class StructureConfig(_Model):
-    """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (SPEC §5.1); sizes in KB."""
+    """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (IMS, *CQS structure overflow function*); sizes
+    in KB."""
 
     strname: str = Field(
         pattern=r"^[A-Z][A-Z0-9@#$_]{0,15}$",

@@ -1,32 +1,33 @@
 """Duplicate suppression: the event ids a queue has seen lately, compact at rest and checked as stored.
 
 A queue remembers up to ``keep`` event ids (with their ts) seen within ``window_ms``, oldest
-first, and ignores a record whose id it remembers (SPEC: producers may deliver a record twice).
+first, and ignores a record whose id it remembers: producers may deliver a record twice.
 
 What it remembers of an id is its **digest**: the first 8 bytes of the id's BLAKE2b hash (``digest``),
 whatever the id's length (a UUID is 36 characters).  Two different ids of one queue are taken for each
 other only if their digests are equal: with 256 ids remembered per queue, a chance of 256 in 2^64
 (1.4e-17) per lookup; two lookups a record (its queue's and its structure's), about once in 10,000 years
-at 100,000 records/s.  The remembered ids are most of a unit's state (82% with 8-character ids, more
-with UUIDs), and every batch ships a touched unit's whole state from the JVM to Python and back: 8 bytes
-per id instead of the id itself.
+at 100,000 records/s.  The remembered ids are most of a unit's state (more so with UUIDs), and every
+batch ships a touched unit's whole state from the JVM to Python and back: 8 bytes per id instead of the id
+itself.
 
 A batch touches a queue's ids with a handful of records, but a queue remembers up to ``keep`` of
 them (256 by default).  So the ids are never rebuilt into a dict or a set: they stay one byte string
 of digests, oldest first (``Ids``), where a membership test is one search in C and a new id one
-append, and their ts one machine array.  Building a dict of 256 ids and flattening it again cost
-~15 µs per touched queue per batch, more than the rules themselves for a small batch.
+append, and their ts one machine array.  Building a dict of 256 ids and flattening it again, for every
+touched queue in every batch, would cost more than the rules themselves for a small batch.
 
 An id's ts is kept as its offset from a ``base`` (the first ts the queue remembered), 4 bytes instead of 8:
-12 bytes an id instead of 16, and the ids are most of what every micro-batch ships (README, Benchmarks,
-the steady state).  When a ts does not fit (ids spanning more than 24.8 days, or a ts that far from the
-base) the base moves to the oldest id remembered, and if they still do not fit the queue keeps 8-byte ts.
+12 bytes an id instead of 16, and the ids are most of what every micro-batch ships.  When a ts does not
+fit (ids spanning more than 24.8 days, or a ts that far from the base) the base moves to the oldest id
+remembered, and if they still do not fit the queue keeps 8-byte ts.
 
-At rest a queue's ids are ``(digests, ts offsets, base)``, or ``(digests, ts)`` with 8-byte ts (written
-before the offsets, and by a queue whose ids do not fit).  States written by earlier 0.4 builds hold
-``(ids joined by separators, ts)`` (a str where the digests are bytes), before 0.4 ``(ids without
-separators, their lengths, their ts)``, or a plain dict (the pure reference and the tests may
-leave everything as a dict): all are read, and their ids digested.
+At rest a queue's ids are ``(digests, ts offsets, base)``, or ``(digests, ts)`` with 8-byte ts (by a
+queue whose ids do not fit, and in states stored without offsets).  Checkpoints may also hold states in
+two layouts that kept the ids themselves: ``(ids joined by separators, ts)`` (a str where the digests are
+bytes) and ``(ids without separators, their lengths, their ts)``; and a plain dict (the pure reference
+and the tests may leave everything as a dict): all are read, and their ids digested, so that a
+checkpoint keeps working whichever layout its states were stored in.
 
 Pure: plain str, bytes, arrays and dicts.
 """
@@ -45,7 +46,7 @@ SIZE = 8
 #: what 4-byte ts offsets hold (``array("i")``)
 _INT32 = range(-(2**31), 2**31)
 
-# separator and escape of the 0.4 format (ids joined in one str), read only
+# separator and escape of the separator-joined layout (ids joined in one str), read only
 _SEP = "\x00"
 _ESC = "\x01"
 
@@ -56,7 +57,7 @@ def digest(key: str) -> bytes:
 
 
 def _unescaped(stored: str) -> str:
-    """An id as 0.4 stored it (ESC doubled, SEP as ESC + 2) back."""
+    """An id as the separator-joined layout stores it (ESC doubled, SEP as ESC + 2) back."""
     if _ESC not in stored:
         return stored
     out, i = [], 0
@@ -105,27 +106,27 @@ class Ids:
 
     @classmethod
     def load(cls, stored: Any) -> Ids:
-        """From what a state holds: ``(digests, ts offsets, base)`` or ``(digests, ts)``; by earlier 0.4 builds
-        ``(joined ids, ts)``, before 0.4 ``(ids, lengths, ts)``, or a dict; or nothing."""
+        """From what a state holds: ``(digests, ts offsets, base)`` or ``(digests, ts)``; the layouts that kept
+        the ids, ``(joined ids, ts)`` and ``(ids, lengths, ts)``; or a dict; or nothing."""
         if not stored:
             return cls()
         if isinstance(stored, dict):
             return cls.of(stored)
         if not stored[1]:  # no ts (in every tuple form): no ids, and a new queue's 4-byte ts from its first
             return cls()
-        if len(stored) == 3 and isinstance(stored[2], int):  # (before 0.4 the third was bytes: the ts)
+        if len(stored) == 3 and isinstance(stored[2], int):  # (in ``(ids, lengths, ts)`` the third is bytes)
             offsets = array("i")
             offsets.frombytes(stored[1])
             return cls(bytes(stored[0]), offsets, stored[2])
         stamps = array("q")
         if len(stored) == 2:
             stamps.frombytes(stored[1])
-            if isinstance(stored[0], str):  # earlier 0.4 builds: the ids themselves, each after a separator
+            if isinstance(stored[0], str):  # the ids themselves, each after a separator
                 joined = stored[0]
                 names = joined[1:-1].split(_SEP) if len(joined) > 1 else []
                 return cls(b"".join(digest(_unescaped(k)) for k in names), stamps)
             return cls(bytes(stored[0]), stamps)
-        joined, lengths_raw, ts_raw = stored  # before 0.4
+        joined, lengths_raw, ts_raw = stored  # the ids without separators
         lengths = array("I")
         lengths.frombytes(lengths_raw)
         stamps.frombytes(ts_raw)

@@ -1,4 +1,5 @@
-"""The DLQ handler's rules table, in IBM MQ syntax (runmqdlq / CSQUDLQH; SPEC §7, seed 002).  Pure.
+"""The DLQ handler's rules table, in IBM MQ syntax (runmqdlq / CSQUDLQH; IBM MQ, *The DLQ handler rules
+table*).  Pure.
 
 A table is a control-data entry (optional, first) and at least one rule::
 
@@ -497,10 +498,10 @@ def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str)
 
 # ---------------------------------------------------------------- the handler's schedule (pure: time is an argument)
 #
-# Seed 002: the first matching rule is attempted up to its RETRY count; when its attempts are used
-# up, the next matching rule; when every matching rule has failed, or none matches, IGNORE.  MQ
-# makes the repeated attempts at the RETRYINT rescans of the DLQ; qmon gives each dead letter a due
-# time instead, so a record waiting for its next attempt never holds up the others:
+# IBM MQ, *Processing the rules table on z/OS*: the first matching rule is attempted up to its RETRY
+# count; when its attempts are used up, the next matching rule; when every matching rule has failed, or
+# none matches, IGNORE.  MQ makes the repeated attempts at the RETRYINT rescans of the DLQ; qmon gives
+# each dead letter a due time instead, so a record waiting for its next attempt never holds up the others:
 #
 # * a FWD rule's first attempt is due at once; a RETRY rule's first attempt is due RETRYINT after the
 #   record's put time (the original put failed then; retrying it at once would most likely fail again);
@@ -509,7 +510,8 @@ def _rule(line: int, kws: dict[str, str | None], raw: dict[str, str], text: str)
 #   rule above applies);
 # * a record is ignored for good when no matching rule has an attempt left (or it matches none, or an
 #   ACTION(IGNORE) rule comes first).  Attempt counts are kept with the record and never reset: rules
-#   are read only when the handler starts (seed 002, note 3), so only a restart with a changed table --
+#   are read only when the handler starts (IBM MQ's DLQ handler: changes to the table "do not come into
+#   effect until the DLQ handler is restarted"), so only a restart with a changed table --
 #   a new rule that matches it, or a larger RETRY on a rule it used up -- can give it another attempt.
 
 

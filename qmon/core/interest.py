@@ -1,4 +1,5 @@
-"""Registration of interest and work-available notifications (SPEC §6, seed 004).  Pure.
+"""Registration of interest and work-available notifications (IMS, *IMS Shared Queues Functions and
+Facilities*).  Pure.
 
 An IMS system registers interest in a queue name and is told when there is work,
 so many consumers can share queues without polling:
@@ -33,12 +34,12 @@ from qmon.core.ids import event_id
 from qmon.core.structures import QUEUE_TYPES
 
 #: IMS queue types (the first character of an IMS queue name) in which IMS never registers
-#: interest (seed 004: "IMS does not register interest in Staging Queues, Suspend Queue, APPC
+#: interest (the IMS shared queues presentation: "IMS does not register interest in Staging Queues, Suspend Queue, APPC
 #: Ready Queue, OTMA Ready Queue").
 NO_INTEREST_TYPES = {t: QUEUE_TYPES[t] for t in ("2", "3", "6", "7", "9")}
 
 #: The LTERM ready queue type: "only one IMS in the shared queues group will (should) register
-#: interest in the output queue for LTERMZ" (seed 004).
+#: interest in the output queue for LTERMZ" (the IMS shared queues presentation).
 LTERM_READY = "5"
 
 #: A reply lists at most this many names or clients, then says how many more there are.
@@ -164,7 +165,8 @@ class Registry:
 
     def lterm_warning(self, pattern: str, client: str) -> str:
         """The warning for a reply when another client already has interest in an LTERM ready queue
-        that ``pattern`` covers (seed 004: only one IMS should), or "" when none has."""
+        that ``pattern`` covers (the IMS shared queues presentation: only one IMS should), or "" when none
+        has."""
         sharers = self.lterm_sharers(pattern, client)
         if not sharers:
             return ""

@@ -1,4 +1,4 @@
-"""Journal receiver monitoring for IBM MQ for IBM i (SPEC §8, seed 003).  Pure.
+"""Journal receiver monitoring for IBM MQ for IBM i (*Queue manager journals on IBM i*).  Pure.
 
 Each queue manager instance has a journal ``QMGRLIB/AMQAJRN`` in the queue manager library, where
 ``A`` is the letter of the instance (A for a single-instance queue manager; it varies between the
@@ -10,12 +10,12 @@ instances of a multi-instance one).  Its receivers are named ``AMQArnnnnn`` with
 
 The next name is ``AMQAr(nnnnn+1)``, wrapping 99999 → 00000 within the same ``r``:
 AMQA099999 → AMQA000000, AMQA999999 → AMQA900000.  If that name already exists,
-IBM i sends CPI70E3 to QSYSOPR and automatic receiver switching stops (the seed
-prints it as CPI7OE3); the attached receiver keeps growing until someone acts.
+IBM i sends CPI70E3 to QSYSOPR and automatic receiver switching stops; the attached
+receiver keeps growing until someone acts.
 If no name in the sequence is free, old receivers must be deleted and RCDMQMIMG run.
 
 From each JournalStatus (attached receiver, its size and threshold, the receivers
-present) qmon raises, as FIRING/RESOLVED episodes (SPEC §9):
+present) qmon raises, as FIRING/RESOLVED episodes:
 
 * RECEIVER_NEAR_THRESHOLD: size ≥ ``near_pct`` (default 90) % of the threshold;
 * SWITCH_BLOCKED: the next name already exists;
@@ -31,7 +31,7 @@ seen for its journal is stale and ignored, so a replayed or reordered status rai
 nothing new.  The attached receiver always exists, whether or not the status lists it
 among the receivers present.
 
-State written by earlier versions was keyed by library alone; it is migrated on first
+State keyed by library alone (queue state version 1) is migrated on first
 use to the journal of the instance of the receiver it last saw attached (instance A if
 none), keeping its open episodes, so their RESOLVED still follow.
 """
@@ -120,12 +120,12 @@ class JournalState(TypedDict):
     exhausted_alert_id: str | None  # the firing NAME_SPACE_EXHAUSTED episode, if any
 
 
-#: alert-id fields as qmon 0.1 named them (renamed with queue state version 2)
+#: alert-id fields as queue state version 1 names them (``*_alert_id`` from version 2)
 _OLD_NAMES = {"near": "near_alert_id", "blocked": "blocked_alert_id", "exhausted": "exhausted_alert_id"}
 
 
 def migrate(state: dict[str, Any]) -> None:
-    """State of earlier versions, in place: re-keyed by journal (``LIB/AMQxJRN`` -> dict) where it was keyed
+    """State of lower versions, in place: re-keyed by journal (``LIB/AMQxJRN`` -> dict) where it was keyed
     by library, and the alert-id fields renamed (``near`` -> ``near_alert_id``, ...)."""
     for j in state.values():
         for old, new in _OLD_NAMES.items():

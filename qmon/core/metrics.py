@@ -22,7 +22,7 @@ from typing import Any
 from qmon.core import topics
 from qmon.core.timeconv import to_ms
 
-#: ``qmon_batch_duration_seconds`` buckets (a micro-batch takes ~0.5 s to a few seconds)
+#: ``qmon_batch_duration_seconds`` buckets: fine around a micro-batch's usual duration, coarse for slow ones
 BATCH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 

@@ -1,6 +1,6 @@
 """MQSC command parsing, pure.
 
-qmon accepts the subset of MQSC that drives its rules (SPEC §2) with MQSC's
+qmon accepts the subset of MQSC that drives its rules with MQSC's
 own lexical rules: keywords are case-insensitive and may be abbreviated the
 way runmqsc allows for the common ones (DEF, QL); unquoted names fold to upper
 case, quoted names keep their case ('' is a quote inside quotes); a line
@@ -246,7 +246,7 @@ _IGNORED_QUEUE_ATTRS = {
     "CMDSCOPE",
 }
 
-#: IMS queue types that never register interest (seed 004: staging, suspend, APPC, OTMA) are
+#: IMS queue types that never register interest (staging, suspend, APPC, OTMA) are
 #: ``qmon.core.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
 
 

@@ -4,7 +4,7 @@ The stateful operator is keyed by ``(unit, unit_name, bucket)`` and Spark places
 shuffle partition ``pmod(hash(key), partitions)``.  A queue-manager shard carries a fraction of
 its queue manager's activity, but a structure's monitor sees *every* record that names the
 structure: a handful of very heavy keys.  Left to the hash, two structures can land on the same
-partition (they did, in the benchmark: one task had 375,000 of 600,000 rows, the rest idled).
+partition: one task then holds most of the rows while the others idle.
 
 So a structure's ``bucket`` is chosen, not hashed: the smallest bucket that puts it on the
 partition with the fewest structures so far.  A structure's state lives under its key, so an

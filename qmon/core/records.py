@@ -89,7 +89,7 @@ def alert(
     message: str | None = None,
     **numbers: Any,
 ) -> dict[str, Any]:
-    """An Alert record (SPEC §2); ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
+    """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
     return {
         "event_id": eid,
         "type": type_,

@@ -4,7 +4,8 @@ Activity trace carries no queue depth, so qmon counts from zero: a queue that he
 started would read too low for ever.  An operator pastes the output of ``DISPLAY QLOCAL(*) CURDEPTH`` (or
 ``DISPLAY QSTATUS(*) CURDEPTH``) from runmqsc; each queue becomes a START record with ``depth_after`` set,
 which qmon applies as the queue manager's own start-up: the depth is set, statistics reset, the service
-timer started if the queue is not empty (seed 001), and a firing QUEUE_STALLED resolved.
+timer started if the queue is not empty (IBM MQ, *Queue service interval events*), and a firing
+QUEUE_STALLED resolved.
 """
 
 from __future__ import annotations

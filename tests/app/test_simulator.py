@@ -55,7 +55,7 @@ def test_the_demo_workload_makes_the_events_the_demo_promises():
 
 
 def test_the_demo_workload_raises_one_alert_per_episode_a_person_would_count():
-    """Issue 15 item 13, through the pure rules over 180 s of the demo workload (rate 200): QUEUE_STALLED
+    """Through the pure rules over 180 s of the demo workload (rate 200): QUEUE_STALLED
     only for the scripted episodes (the payroll consumer's pauses, APP.Q006's hangs), at most one
     STRUCTURE_FULL and one STRUCTURE_NEAR_FULL per fill cycle, and no alert_id FIRING twice."""
     sim, items, out = _demo_outputs(rate=200, seconds=180)

@@ -37,8 +37,8 @@ def test_a_digest_found_across_two_stored_digests_is_not_an_id_seen():
     assert not ids._stored(straddling) and ids._stored(digest(b)) and ids._stored(digest(a))
 
 
-def test_ids_stored_by_0_4_are_read():
-    """(ids each after a separator, escaped; their ts): the packed form of 0.4."""
+def test_ids_stored_separator_joined_are_read():
+    """(ids each after a separator, escaped; their ts): the separator-joined layout."""
     escaped = {"\x00x": "\x01\x02x", "x\x00": "x\x01\x02", "\x01\x02": "\x01\x01\x02", "\x01": "\x01\x01"}
     joined = "\x00" + "".join(escaped.get(k, k) + "\x00" for k in AWKWARD)
     ids = Ids.load((joined, array("q", AWKWARD.values()).tobytes()))
@@ -47,8 +47,8 @@ def test_ids_stored_by_0_4_are_read():
     assert Ids.load(("\x00", b"")).as_dict() == {}
 
 
-def test_ids_stored_before_0_4_are_read():
-    """(ids joined without separators, their lengths, their ts): the packed form of 0.2 and 0.3."""
+def test_ids_stored_with_their_lengths_are_read():
+    """(ids joined without separators, their lengths, their ts)."""
     old = (
         "".join(AWKWARD),
         array("I", map(len, AWKWARD)).tobytes(),
@@ -96,11 +96,12 @@ def against_the_model(model, holder, ts, steps, window_ms, keep, round_trip, abs
 
 
 def _stored_by(fmt: str, recent: dict[str, int]) -> object:
-    """``recent`` as an older qmon stored it: 0.4 builds (ids escaped, each after a separator), 0.3, a dict."""
-    if fmt == "0.4":
+    """``recent`` in another stored layout: ``joined`` (ids escaped, each after a separator), ``lengths``
+    (ids joined without separators, their lengths), a dict."""
+    if fmt == "joined":
         esc = [k.replace("\x01", "\x01\x01").replace("\x00", "\x01\x02") for k in recent]
         return ("\x00" + "".join(k + "\x00" for k in esc), array("q", recent.values()).tobytes())
-    if fmt == "0.3":
+    if fmt == "lengths":
         lengths = array("I", map(len, recent)).tobytes()
         return ("".join(recent), lengths, array("q", recent.values()).tobytes())
     return dict(recent)
@@ -109,13 +110,13 @@ def _stored_by(fmt: str, recent: dict[str, int]) -> object:
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(keys, max_size=6, unique=True),
-    st.sampled_from(["0.4", "0.3", "dict"]),
+    st.sampled_from(["joined", "lengths", "dict"]),
     st.lists(st.tuples(keys, st.integers(0, 50), st.booleans()), max_size=40),
     st.integers(0, 40),
     st.integers(1, 6),
 )
-def test_an_older_state_then_messagepack_round_trips_match_the_model(old, fmt, steps, window_ms, keep):
-    """A queue whose ids an older qmon stored, then stored as the job stores it (MessagePack, where a tuple
+def test_a_state_in_another_layout_then_messagepack_round_trips_match_the_model(old, fmt, steps, window_ms, keep):
+    """A queue whose ids are stored in another layout, then stored as the job stores it (MessagePack, where a tuple
     comes back as a list): the same answers as the dict model."""
     model = {k: i for i, k in enumerate(old)}
     holder: dict = {"recent": _stored_by(fmt, model)} if model else {}
@@ -135,7 +136,7 @@ def test_a_ts_is_kept_in_4_bytes_from_the_first_ts():
 
 
 def test_ids_stored_with_8_byte_ts_are_read_and_stored_again_in_4():
-    """(digests, 8-byte ts): what 0.4 stored before the offsets."""
+    """(digests, 8-byte ts): the layout without ts offsets."""
     stored = (digest("a") + digest("b"), array("q", [1_700_000_000_000, 1_700_000_000_500]).tobytes())
     ids = Ids.load(stored)
     assert ids.as_dict() == digested({"a": 1_700_000_000_000, "b": 1_700_000_000_500})

@@ -87,7 +87,7 @@ def test_copies_in_a_batch_are_put_in_the_monitors_order_and_nothing_else_is_rea
 def test_the_processor_s_module_imports_neither_numpy_pandas_nor_fastavro():
     """Spark starts a new Python process on the driver at a query's first micro-batch to ask the check's
     processor for its state, and that process imports the processor's module: without numpy, pandas, pyarrow
-    and fastavro (PySpark's part of it imports none of them) it starts ~0.3 s sooner."""
+    and fastavro (PySpark's part of it imports none of them) it starts without their import time."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""SPEC §7 / seed 002: the rules table parser, matcher and the handler's decision (pure)."""
+"""The rules table parser, matcher and the handler's decision (pure; IBM MQ, *The DLQ handler rules table*)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15: the DLQ handler's schedule (pure, ``qmon.core.dlqrules``): when a record's next attempt is due,
+"""The DLQ handler's schedule (pure, ``qmon.core.dlqrules``): when a record's next attempt is due,
 which rule and attempt come next, when a record is ignored for good -- time is an argument, nothing
 sleeps, and attempt counts are never reset."""
 

@@ -1,4 +1,4 @@
-"""SPEC §6: registration of interest and WorkAvailable (pure logic)."""
+"""Registration of interest and WorkAvailable (pure logic)."""
 
 from __future__ import annotations
 

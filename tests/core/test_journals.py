@@ -1,4 +1,4 @@
-"""SPEC §8: journal receiver names and the alerts (pure logic)."""
+"""Journal receiver names and the alerts (pure logic; IBM MQ for IBM i, *Queue manager journals on IBM i*)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_parse_names_the_instance_restore_digit_and_sequence():
     "name,expected",
     [
         ("AMQA000123", "AMQA000124"),
-        ("AMQA099999", "AMQA000000"),  # the seed's examples: wrap within the same r
+        ("AMQA099999", "AMQA000000"),  # wrap within the same r
         ("AMQA999999", "AMQA900000"),
         ("AMQC512345", "AMQC512346"),
     ],

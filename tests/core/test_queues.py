@@ -1,4 +1,5 @@
-"""The per-queue rules of SPEC §3, §4 and §9, rule by rule (pure module, milliseconds)."""
+"""The per-queue rules, rule by rule: service interval events, depth events and the stall alert (pure module,
+milliseconds)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def perf(records):
     return [r for r in records if r["type"] in ("QSVCINT_HIGH", "QSVCINT_OK", "QDEPTH_HIGH", "QDEPTH_LOW", "Q_FULL")]
 
 
-# ---------------------------------------------------------------- service interval (seed 001)
+# ---------------------------------------------------------------- service interval events (IBM MQ)
 
 
 def test_get_within_interval_gives_ok_only_when_ok_enabled():
@@ -76,7 +77,7 @@ def test_high_then_ok_flip_flop():
     f = Feed(monitor(qsvciev="HIGH", qsvcint=10_000))
     f("PUT", 0)
     assert f.types("PUT", 11_000) == ["QSVCINT_HIGH"]  # High disables High, enables OK
-    assert perf(f("PUT", 30_000)) == []  # High no longer enabled
+    assert perf(f("PUT", 30_000)) == []  # High disabled
     assert f.types("GET", 31_000) == []  # 31 s since timer start at 0: not OK, High disabled
     assert [r["type"] for r in perf(f("GET", 32_000))] == ["QSVCINT_OK"]  # timer reset at 31 s by the get
     assert perf(f("GET", 33_000)) == []  # OK disabled again; High enabled; queue now empty
@@ -222,7 +223,7 @@ def test_event_ids_are_deterministic():
     assert len(run()[0]["event_id"]) == 32
 
 
-# ---------------------------------------------------------------- depth events (SPEC §4)
+# ---------------------------------------------------------------- depth events (IBM MQ)
 
 
 def test_depth_high_low_full_interplay():
@@ -250,7 +251,7 @@ def test_depth_events_need_perfmev():
     assert perf(f("PUT", 0)) == []
 
 
-# ---------------------------------------------------------------- stall alert (SPEC §9)
+# ---------------------------------------------------------------- stall alert
 
 
 def test_stall_fires_once_on_clock_and_resolves_on_get():
@@ -348,8 +349,8 @@ def test_unknown_state_version_is_refused(bad_state):
 
 
 def test_a_queue_first_seen_non_empty_has_a_running_service_timer():
-    """Seed 001: "At queue manager startup the service timer is set to startup time if the queue depth
-    is greater than zero" — qmon starting against a running queue manager is that start-up."""
+    """IBM MQ, *Queue service interval events*: "At queue manager startup the service timer is set to startup
+    time if the queue depth is greater than zero" — qmon starting against a running queue manager is that start-up."""
     mon = monitor(qsvciev="HIGH", qsvcint=10_000)
     f = Feed(mon)
     assert f.types("PUT", 0, depth_after=5) == []  # 4 messages were there before: timer from ts 0
@@ -451,11 +452,11 @@ def test_a_relapse_within_the_hold_keeps_the_episode_and_resolves_later():
     assert [(r["state"], r["ts"]) for r in out] == [("RESOLVED", 33_600)]
 
 
-# ---------------------------------------------------------------- stored state of earlier versions
+# ---------------------------------------------------------------- stored state of lower versions
 
 
 def _as_version_1(state: dict) -> dict:
-    """A shard's state as qmon 0.1 wrote it (state version 1): the old field names."""
+    """A shard's state of version 1, with that version's field names."""
     old = copy.deepcopy(state)
     old["v"] = 1
     for q in old["queues"].values():

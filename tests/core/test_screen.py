@@ -132,7 +132,9 @@ def _decoded(state: Any) -> Any:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), shuffle=st.booleans())
-def test_a_screened_queue_shard_gives_the_outputs_and_state_of_one_by_one(seed: int, shuffle: bool):
+def test_a_queue_shard_with_duplicates_found_in_bulk_gives_the_outputs_and_state_of_one_by_one(
+    seed: int, shuffle: bool
+):
     rng = random.Random(seed)
     records = [r for r in random_stream(rng, "QM1", n=300, queues=6) if "command" not in r]
     for i, r in enumerate(records):
@@ -149,7 +151,7 @@ def test_a_screened_queue_shard_gives_the_outputs_and_state_of_one_by_one(seed: 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), shuffle=st.booleans())
-def test_a_screened_structure_gives_the_outputs_and_state_of_one_by_one(seed: int, shuffle: bool):
+def test_a_structure_with_duplicates_found_in_bulk_gives_the_outputs_and_state_of_one_by_one(seed: int, shuffle: bool):
     rng = random.Random(seed)
     ss = Config.model_validate(STRUCTURE_CONFIG).structure_settings()
     for name in ("MSGQ1", "NOTCONF"):  # a configured structure (long messages, overflow) and an unknown one

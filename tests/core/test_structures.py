@@ -1,4 +1,4 @@
-"""SPEC §5 rule by rule: the pure structure model (qmon.core.structures)."""
+"""The pure structure model (qmon.core.structures) rule by rule (IMS, *CQS structure overflow function*)."""
 
 from __future__ import annotations
 
@@ -360,7 +360,8 @@ def test_elements_of_odd_sizes(bad):
 
 
 def test_a_get_without_msg_bytes_frees_the_long_message_and_its_staging_part():
-    """Seed 004: "IMSA deletes MSG2A and MSG2B from the structure" — both parts, exactly."""
+    """The IMS shared queues presentation: "IMSA deletes MSG2A and MSG2B from the structure" — both parts,
+    exactly."""
     m = mon(size=100, lgmsgsz=1024)
     put(m, "5LTERM", 1024 + 3000)  # 2 elements on 5LTERM, 6 on 6LTERM
     put(m, "5LTERM", 100)  # 1 element
@@ -425,7 +426,7 @@ def test_a_get_for_a_message_qmon_never_saw_put_frees_nothing():
     assert get(m, "1TRAN", 512) == [] and m.state["used"] == 0  # more gets than puts: nothing below zero
 
 
-def test_old_state_without_the_fifo_loads_and_frees_the_average():
+def test_a_state_without_the_fifo_loads_and_frees_the_average():
     m = mon(size=100)
     put(m, "1TRAN", 512)
     put(m, "1TRAN", 2048)
@@ -471,7 +472,7 @@ def test_overflow_usage_is_never_reported_above_100_percent():
 
 
 def test_selection_runs_when_the_threshold_is_reached_not_on_every_put_above_it():
-    """Seeds 000/004: with an overflow structure whose exit rejects everything, the puts above
+    """With an overflow structure whose exit rejects everything, the puts above
     OVFLWMAX give one selection, not one per put."""
     m = mon((ExitRule("1*", "reject"),), size=10, ovflwstr="OVF1", ovflwsize=100, fullthreshold=100)
     out = fill(m, "1TRAN", 14)  # 70%: one selection, all rejected
@@ -585,7 +586,7 @@ def test_a_rejected_put_restarts_the_full_hold():
 
 
 def test_version_1_state_frees_long_messages_staging_parts_after_migration():
-    """State written before exact accounting had no link from a ready queue to its staging parts."""
+    """State version 1 has no link from a ready queue to its staging parts."""
     m = mon(size=100, lgmsgsz=1024)
     put(m, "1A", 1024 + 2000)  # 2 on 1A, 4 on 2A
     put(m, "1A", 1024 + 2000)
@@ -622,7 +623,7 @@ def test_a_full_episode_from_a_message_larger_than_the_free_space_resolves_on_a_
 
 
 def test_version_2_state_loads_and_its_firing_episode_resolves_with_the_same_alert_id():
-    """qmon 0.1 (state version 2) kept the firing alerts' ids in ``mode``, ``full``, ``near``, ``ovf_full``."""
+    """State version 2 keeps the firing alerts' ids in ``mode``, ``full``, ``near``, ``ovf_full``."""
     m = mon(size=10, ovflwmax=100, fullthreshold=100, resource=True)
     fill(m, "1TRAN", 20)
     [full] = fill(m, "1TRAN", 1)

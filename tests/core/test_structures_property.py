@@ -25,7 +25,7 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
         m = monitors.get(r["structure"])
         if m is None:
             m = monitors[r["structure"]] = StructureMonitor(r["structure"], SETTINGS)
-        above = m.d is not None and at_or_above(m.state["used"], m.capacity, m.d.ovflwmax)
+        above = m.definition is not None and at_or_above(m.state["used"], m.capacity, m.definition.ovflwmax)
         emits = m.on_activity(
             Activity(
                 r["event_id"],
@@ -41,10 +41,10 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
         out.extend((r["structure"], e, above) for e in emits)
         if not emits:
             out.append((r["structure"], None, above))  # a record that raised nothing still moves usage
-        if m.d is not None:
+        if m.definition is not None:
             st = m.state
-            primary = sum(q["el"] for n, q in st["queues"].items() if not (q["ovf"] and m.d.ovflwstr))
-            overflow = sum(q["el"] for q in st["queues"].values() if q["ovf"] and m.d.ovflwstr)
+            primary = sum(q["el"] for n, q in st["queues"].items() if not (q["ovf"] and m.definition.ovflwstr))
+            overflow = sum(q["el"] for q in st["queues"].values() if q["ovf"] and m.definition.ovflwstr)
             assert st["used"] == primary and st["ovf_used"] == overflow
             assert 0 <= st["used"] <= m.capacity and 0 <= st["ovf_used"] <= max(m.ovf_capacity, 0)
             assert all(q["el"] >= 0 and q["msgs"] >= 0 for q in st["queues"].values())

@@ -25,9 +25,8 @@ def float_unsafe(lo: int, hi: int) -> list[int]:
 
 
 # Values a float round trip moves by a millisecond: found by the loop below, kept literal so the
-# test documents them.  Near 2026 (1.77e12 ms) the product happens to round back for every value
-# tried (2,000,000 consecutive and 2,000,000 random ones), so the unsafe values are the small ones
-# replay files use (the 4,007) and, in the other direction, the year 9999.
+# test documents them.  Near 2026 (1.77e12 ms) the product happens to round back, so the unsafe values
+# are the small ones replay files use (4,007 among them) and, in the other direction, the year 9999.
 UNSAFE = [1_001, 1_003, 4_004, 4_007, 4_012, 65_514, 65_526]
 
 

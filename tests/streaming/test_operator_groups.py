@@ -211,7 +211,7 @@ def test_batches_with_nullable_integer_columns_join_as_pandas_would():
     pd.testing.assert_frame_equal(ordered, pd.concat([a, b], ignore_index=True))
 
 
-def test_puts_and_gets_screened_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):
+def test_puts_and_gets_deduplicated_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):
     """A batch of puts and gets only has its duplicates found in bulk, ``SCREEN_CHUNK`` records at a time:
     chunks of 3 (redeliveries across chunks and within one) give the outputs and state of one chunk, and
     the redelivered puts count nowhere."""

@@ -153,7 +153,7 @@ def test_the_step_keeps_the_monitors_first_copy_whatever_the_input_order_and_chu
 def test_the_check_and_the_monitor_share_one_pool_of_python_workers(replay_factory):
     """Spark keeps a daemon and its workers per set of worker environment variables: with the session's
     settings, the check's ``transformWithStateInPandas`` and the monitor's ``applyInPandasWithState`` run in
-    one pool (a second pool was two more workers and ~430 MiB at 1,000,000 records)."""
+    one pool (a second pool would be more workers, their memory, and a second daemon to start)."""
     records = [
         {"event_id": f"e{i % 5}", "qmgr": "QM1", "queue": "Q1", "op": "PUT", "ts": 1_000 + i, "depth_after": i}
         for i in range(10)

@@ -1,6 +1,6 @@
-"""Interest (SPEC §6, seed 004) and generic RESET QSTATS through the real Spark query, with a queue
-manager split over shards: refused queue types under a generic registration, the LTERM warning,
-``DEREGISTER INTEREST QUEUE(*)``, and a generic RESET QSTATS answered in parts."""
+"""Interest (IMS, *IMS Shared Queues Functions and Facilities*) and generic RESET QSTATS through the real
+Spark query, with a queue manager split over shards: refused queue types under a generic registration, the
+LTERM warning, ``DEREGISTER INTEREST QUEUE(*)``, and a generic RESET QSTATS answered in parts."""
 
 from __future__ import annotations
 

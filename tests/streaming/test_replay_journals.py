@@ -1,4 +1,4 @@
-"""``qmon replay`` with journal status lines (SPEC §8) through the real Spark query."""
+"""``qmon replay`` with journal status lines through the real Spark query."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``qmon replay`` through the real Spark query: the seed's outcomes, dead letters, replies,
+"""``qmon replay`` through the real Spark query: service interval events, dead letters, replies,
 and the operator's output equal to the pure module's over random streams."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def of(out, topic):
     return [r for r in out if r["topic"] == topic]
 
 
-def test_seed_001_outcomes(replay_factory):
+def test_service_interval_high_and_ok_events_and_perfmev_disabled(replay_factory):
     out = replay_factory(
         [
             *SETUP,
@@ -159,7 +159,7 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
 
 
 def test_interest_registration_and_work_available(replay_factory):
-    """SPEC §6 through replay: generic and exact registration, refusal, work at registration, deregister."""
+    """Interest through replay: generic and exact registration, refusal, work at registration, deregister."""
     out = replay_factory(
         [
             act(1_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
@@ -192,7 +192,7 @@ def test_interest_registration_and_work_available(replay_factory):
 
 
 def test_a_queue_first_seen_non_empty_raises_high_and_stalls(replay_factory):
-    """Issue 15 item 6: qmon starts against a running queue manager; the queue already holds messages."""
+    """qmon starts against a running queue manager; the queue already holds messages."""
     out = replay_factory(
         [
             *SETUP,
@@ -208,7 +208,7 @@ def test_a_queue_first_seen_non_empty_raises_high_and_stalls(replay_factory):
 
 
 def test_a_slow_consumer_is_one_stall_episode(replay_factory):
-    """Issue 15 item 11: gets every 15 s on a 10 s service interval, then a fast consumer."""
+    """Gets every 15 s on a 10 s service interval, then a fast consumer."""
     records = [*SETUP] + [act(1_000, "PUT", event_id=f"p{i}") for i in range(10)]
     records += [act(1_000 + 15_000 * k, "GET", event_id=f"g{k}") for k in range(1, 6)]
     records += [act(76_500 + 100 * k, "GET", event_id=f"fast{k}") for k in range(5)]  # served in time, emptied

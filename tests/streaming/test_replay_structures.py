@@ -1,4 +1,4 @@
-"""``qmon replay`` through the real Spark query: the per-structure operator (SPEC §5)."""
+"""``qmon replay`` through the real Spark query: the per-structure operator."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ EXACT = Config.model_validate(
 
 
 def test_long_messages_are_freed_with_their_staging_part_through_replay(replay_factory):
-    """Item 1: 30 cycles of a 3,000-byte put (2 ready + 4 staging elements) and a get without msg_bytes;
+    """30 cycles of a 3,000-byte put (2 ready + 4 staging elements) and a get without msg_bytes;
     freeing only the ready part would reach OVFLWMAX (28 of 40 elements) in the 14th cycle."""
     records = []
     for i in range(30):
@@ -158,7 +158,7 @@ def test_long_messages_are_freed_with_their_staging_part_through_replay(replay_f
 
 
 def test_the_overflow_structure_capacity_is_respected_through_replay(replay_factory):
-    """Item 2: 1BIG (30 elements) does not fit in OVFS (20); 1MID (12) does."""
+    """1BIG (30 elements) does not fit in OVFS (20); 1MID (12) does."""
     records = [put(i, "1BIG", structure="SMALLOVF") for i in range(30)]
     records += [put(100 + i, "1MID", structure="SMALLOVF") for i in range(12)]  # 42/60 = 70%
     out = replay_factory(records, EXACT)
@@ -171,7 +171,7 @@ def test_the_overflow_structure_capacity_is_respected_through_replay(replay_fact
 
 
 def test_selection_runs_once_while_usage_stays_above_ovflwmax_through_replay(replay_factory):
-    """Item 3: the exit rejects 1KEEPME; 20 more puts above OVFLWMAX select nothing more."""
+    """The exit rejects 1KEEPME; 20 more puts above OVFLWMAX select nothing more."""
     records = [put(i, "1KEEPME", structure="SMALLOVF") for i in range(42)]  # 70%: selection
     records += [put(100 + i, "1KEEPME", structure="SMALLOVF") for i in range(10)]  # 52/60
     out = replay_factory(records, EXACT)
@@ -179,7 +179,7 @@ def test_selection_runs_once_while_usage_stays_above_ovflwmax_through_replay(rep
 
 
 def test_thresholds_use_exact_counts_through_replay(replay_factory):
-    """Item 4: 13,999 of 20,000 elements (69.995%) is below OVFLWMAX 70; the 14,000th element is not."""
+    """13,999 of 20,000 elements (69.995%) is below OVFLWMAX 70; the 14,000th element is not."""
     records = [put(i, "4SERIAL", 1000 * 512, structure="BIG") for i in range(13)]
     records.append(put(20, "4SERIAL", 999 * 512, structure="BIG"))
     below = replay_factory(records, EXACT)
@@ -189,7 +189,7 @@ def test_thresholds_use_exact_counts_through_replay(replay_factory):
 
 
 def test_near_full_wobbling_is_one_episode_through_replay(replay_factory):
-    """Item 11: usage wobbling 79% <-> 80% around FULLTHRESHOLD 80 is one FIRING; it resolves once usage has
+    """Usage wobbling 79% <-> 80% around FULLTHRESHOLD 80 is one FIRING; it resolves once usage has
     stayed below 75% (FULLTHRESHOLD - clear_margin) for clear_hold."""
     records = [put(i, "1TRAN", structure="WOBBLE") for i in range(80)]
     for k in range(10):

@@ -60,7 +60,7 @@ def _queue_of(mon: QueueMonitor, name: str = "PAYROLL.IN") -> dict:
 
 def test_a_queue_is_stored_without_its_field_names():
     """A queue's value holds its fields by position (the names are in ``state.QUEUE_SHAPES``, not in every
-    queue): a queue with two remembered ids takes under 100 bytes, where a map took 260."""
+    queue): a queue with two remembered ids takes under 100 bytes."""
     q = _queue_of(shard())
     blob = stored.dump_queue(q)
     assert len(blob) < 100
@@ -68,13 +68,13 @@ def test_a_queue_is_stored_without_its_field_names():
     assert list(stored.load_queue(blob).items()) == list(q.items())  # the same map, in the same order
 
 
-def test_a_queue_stored_as_a_map_by_an_earlier_qmon_still_loads():
+def test_a_queue_stored_as_an_encoded_map_loads():
     q = _queue_of(shard())
     assert stored.load_queue(msgpack.packb(q, use_bin_type=True)) == q
 
 
 def test_a_queue_of_another_shape_is_stored_as_a_map():
-    """Keys the shapes do not know (a map of another version) keep their names: nothing is lost, only the
+    """Keys the shapes do not know keep their names: nothing is lost, only the
     compaction."""
     q = _queue_of(shard())
     q["attrs"] = {**q["attrs"], "DESCR": "payroll"}

@@ -1,5 +1,5 @@
 """Structure monitors and the groups of queue-manager shards are spread over the shuffle partitions, and stay
-where they were placed; a checkpoint from before the groups is refused."""
+where they were placed; a checkpoint keyed by shard rather than by group is refused."""
 
 from __future__ import annotations
 
@@ -52,10 +52,11 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     assert len(placement(spark, str(tmp_path / "other"), [], None, 8).queue_units) == 2
 
 
-def test_a_checkpoint_from_before_the_groups_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
-    """qmon before 0.4.0 kept each queue manager's shard under a key of its own: its state cannot be found under
-    the groups' keys, so carrying on would start every queue from nothing, silently.  A placement file without
-    the groups and a query that has run (an offsets log) is such a checkpoint; one that never ran is not."""
+def test_a_checkpoint_keyed_by_shard_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
+    """A checkpoint that keeps each queue manager's shard under a key of its own: its state cannot be found
+    under the groups' keys, so carrying on would start every queue from nothing, silently.  A placement file
+    without the groups and a query that has run (an offsets log) is such a checkpoint; one that never ran is
+    not."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}}))
@@ -94,7 +95,7 @@ def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
 def test_a_checkpoint_keeps_where_its_remembered_ids_live(spark, tmp_path, shuffle_restored, caplog):
     """``monitor.dedup_state`` decides the query's stateful operators (``slice`` adds one ahead of the
     monitor), which Spark fixes for a checkpoint: a new checkpoint takes the configured one and keeps it; a
-    checkpoint that ran before the setting existed ran with ``queue``."""
+    checkpoint that has run without the setting recorded ran with ``queue``."""
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     ckpt = str(tmp_path / "ckpt")
     assert placement(spark, ckpt, [], 2, 8, "slice").dedup_state == "slice"

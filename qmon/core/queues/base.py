@@ -58,7 +58,7 @@ class ShardBase:
         self.state: dict[str, Any] = state
         self.queues: MutableMapping[str, QueueState] = state["queues"]
         self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
-        if "index" not in state:  # a shard stored before the index: every queue, once
+        if "index" not in state:  # a shard of version 1 or 2 has no index: every queue, once
             state["index"] = {}
             self._touch_all()
         self.index: dict[str, list[Any]] = state["index"]
@@ -74,7 +74,8 @@ class ShardBase:
         return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source)) for c in self.interest.clients_for(queue)]
 
     def on_journal(self, status: JournalStatus) -> list[Emit]:
-        """Journal receiver status of this queue manager (SPEC §8)."""
+        """Journal receiver status of this queue manager (IBM MQ for IBM i, *Queue manager journals on
+        IBM i*)."""
         journals = JournalMonitor(self.qmgr, self.state.setdefault("journals", {}), self.settings.journal_near_pct)
         return [Emit(*e) for e in journals.on_status(status)]
 
@@ -155,7 +156,7 @@ class ShardBase:
     def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:  # StallAlert
         raise NotImplementedError
 
-    def _settle_stall(
+    def _resolve_or_relapse_stall(
         self, queue: str, q: QueueState, now_ts: int, clock: int | None = None
     ) -> list[Emit]:  # StallAlert
         raise NotImplementedError

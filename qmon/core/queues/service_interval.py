@@ -21,7 +21,7 @@ class ServiceInterval(ShardBase):
         which does not look again; each queue used is created as its first record would create it."""
         return self.recent.screen(recs, lambda rec: self._queue(rec.queue, rec.ts), lambda rec: rec.event_id)
 
-    def on_screened(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+    def on_new_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
         """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
         exactly its outputs and state.  Returns (record, its outputs) for the records that had any.
 
@@ -29,8 +29,8 @@ class ServiceInterval(ShardBase):
         firing, that starts no stall, raises no service interval or depth event and (with interest
         registered) does not fill an empty queue, only moves the queue's depth, counts and service timer;
         such a record is applied here, every condition decided before anything changes, and any other goes
-        to ``on_activity`` (property test: ``tests/core/test_quiet_run.py``).  Nothing here changes PERFMEV
-        or the interest registered, so both are read once."""
+        to ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
+        PERFMEV or the interest registered, so both are read once."""
         out: list[tuple[Activity, list[Emit]]] = []
         queues, on_activity = self.queues, self.on_activity
         enabled = self.perfmev == "ENABLED"
@@ -127,8 +127,8 @@ class ServiceInterval(ShardBase):
             q["depth"] = after
             if before > 0 and q["svc_timer_start"] is None:
                 # Seen non-empty with the timer OFF: qmon started against a running queue manager (or
-                # missed the put that filled it).  As at queue-manager start-up (seed 001) the timer runs
-                # from now.
+                # missed the put that filled it).  As at queue-manager start-up (IBM MQ, *Queue service
+                # interval events*) the timer runs from now.
                 q["svc_timer_start"] = rec.ts
                 q["svc_timer_clock"] = clock
             q["enq"] += 1
@@ -182,5 +182,5 @@ class ServiceInterval(ShardBase):
                 q["stall_ok"] = None  # a late get: still not served in time
             elif q.get("stall_ok") is None:
                 q["stall_ok"] = [rec.ts, clock]  # served in time from now: resolved if it lasts the hold
-            out.extend(self._settle_stall(rec.queue, q, rec.ts))
+            out.extend(self._resolve_or_relapse_stall(rec.queue, q, rec.ts))
         return out

@@ -7,7 +7,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-#: MQ's defaults for the attributes qmon models (SPEC §2).
+#: MQ's defaults for the attributes qmon models (IBM MQ, *DEFINE queues*).
 MQ_DEFAULTS: dict[str, Any] = {
     "QSVCIEV": "NONE",
     "QSVCINT": 999_999_999,

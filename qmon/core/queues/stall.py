@@ -27,12 +27,12 @@ class StallAlert(ShardBase):
         )
 
     def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:
-        out = self._settle_stall(queue, q, now_ts)
+        out = self._resolve_or_relapse_stall(queue, q, now_ts)
         if self._stall_watched(q) and now_ts - q["svc_timer_start"] > q["attrs"]["QSVCINT"]:  # type: ignore[operator]
             out.append(self._fire_stall(queue, q))
         return out
 
-    def _settle_stall(self, queue: str, q: QueueState, now_ts: int, clock: int | None = None) -> list[Emit]:
+    def _resolve_or_relapse_stall(self, queue: str, q: QueueState, now_ts: int, clock: int | None = None) -> list[Emit]:
         """A FIRING stall whose queue has been served in time since ``stall_ok``: RESOLVED at the end of the
         hold if event time ``now_ts`` (or the arrival clock ``clock``) has reached it, unless the queue
         went unserved for longer than QSVCINT again first (a relapse: the same episode goes on)."""
@@ -137,7 +137,7 @@ class StallAlert(ShardBase):
         names = set(used).union(n for n, (_, due, _) in self.index.items() if due is not None and due <= clock)
         for name in sorted(names):
             q = self.queues[name]
-            out.extend(self._settle_stall(name, q, 0, clock))
+            out.extend(self._resolve_or_relapse_stall(name, q, 0, clock))
             if self._stall_watched(q) and q["svc_timer_clock"] is not None:
                 if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
                     out.append(self._fire_stall(name, q))

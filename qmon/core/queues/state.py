@@ -8,10 +8,10 @@ from qmon.core.journals import JournalState
 from qmon.core.journals import migrate as migrate_journals
 
 #: the version of a shard's state (``ShardState``); older versions are migrated when loaded (``migrate``).
-#: 1: qmon 0.1.  2: ``svc_timer_start``, ``svc_timer_clock``, ``stall_alert_id`` (were ``timer``, ``timer_clock``,
-#: ``stall``) and the journals' ``*_alert_id`` fields.  3: the ``index``.  4: nothing for the rules to migrate:
-#: the operator stores each queue by position (``qmon.streaming.state``), which a build reading version 3
-#: would take for a map; this number makes such a build refuse it.
+#: 1: the first layout.  2: ``svc_timer_start``, ``svc_timer_clock``, ``stall_alert_id`` (``timer``,
+#: ``timer_clock``, ``stall`` in 1) and the journals' ``*_alert_id`` fields.  3: the ``index``.  4: nothing for the
+#: rules to migrate: the operator stores each queue by position (``qmon.streaming.state``), which a build reading
+#: version 3 would take for a map; this number makes such a build refuse it.
 STATE_VERSION = 4
 
 
@@ -29,7 +29,7 @@ class QueueState(TypedDict):
     recent: Any  # event_id -> ts, for duplicate suppression (packed at rest: qmon.core.dedup)
     stall_alert_id: str | None  # alert_id of the firing QUEUE_STALLED episode
     # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
-    # absent in state written before the hold existed
+    # absent in states stored without a hold (read with ``.get``)
     stall_ok: NotRequired[list[int] | None]
 
 
@@ -50,7 +50,7 @@ class ShardState(TypedDict):
 
 
 def migrate(state: dict[str, Any]) -> ShardState:
-    """A shard's state of an earlier version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
+    """A shard's state of a lower version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
     version = state.get("v")
     if not isinstance(version, int) or version > STATE_VERSION:
         raise ValueError(f"queue state has version {version!r}, this qmon reads up to {STATE_VERSION}")

@@ -16,22 +16,23 @@ class DataElements(StructureBase):
 
     def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
         """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
-        assert self.d is not None
+        assert self.definition is not None
         staging = staging_queue(queue)
-        if staging and nbytes is not None and nbytes > self.d.lgmsgsz:
-            return [(queue, elements(self.d.lgmsgsz)), (staging, elements(nbytes - self.d.lgmsgsz))]
+        if staging and nbytes is not None and nbytes > self.definition.lgmsgsz:
+            return [(queue, elements(self.definition.lgmsgsz)), (staging, elements(nbytes - self.definition.lgmsgsz))]
         return [(queue, elements(nbytes))]
 
     def _in_overflow_structure(self, queue: str) -> bool:
         q = self.state["queues"].get(queue)
-        return bool(q and q["ovf"] and self.d and self.d.ovflwstr)
+        return bool(q and q["ovf"] and self.definition and self.definition.ovflwstr)
 
     def _put(self, rec: Activity) -> list[Emit]:
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         out: list[Emit] = []
         q = self._q(rec.queue)
-        if q["ovf"] and not d.ovflwstr:  # §5.2 (4): puts to approved queues are rejected
+        # no overflow structure: puts to approved queues are rejected (IMS, *CQS structure overflow function*)
+        if q["ovf"] and not d.ovflwstr:
             st["rejected"] += 1
             if not q["rej"]:
                 q["rej"] = True
@@ -143,7 +144,7 @@ class DataElements(StructureBase):
         return out
 
     def _get(self, rec: Activity) -> list[Emit]:
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         q = st["queues"].get(rec.queue)
         if q is None or not q["fifo"]:

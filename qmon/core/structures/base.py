@@ -30,9 +30,9 @@ class StructureBase:
         """``decode``: the queues are stored encoded, each decoded when used (``qmon.core.lazy``)."""
         self.name = strname
         self.settings = settings
-        self.d = settings.get(strname)
+        self.definition = settings.get(strname)
         if state is None:
-            size = self.d.initsize or self.d.size if self.d else 0
+            size = self.definition.initsize or self.definition.size if self.definition else 0
             state = {
                 "v": STATE_VERSION,
                 "size_kb": size,
@@ -65,7 +65,7 @@ class StructureBase:
 
     @property
     def ovf_capacity(self) -> int:
-        return 2 * (self.d.ovflwsize or 0) if self.d and self.d.ovflwstr else 0
+        return 2 * (self.definition.ovflwsize or 0) if self.definition and self.definition.ovflwstr else 0
 
     def usage(self) -> float:
         return usage_pct(self.state["used"], self.capacity)

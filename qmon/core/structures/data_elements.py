@@ -13,7 +13,7 @@ ELEMENT_BYTES = 512
 #: runs of message sizes kept per queue (see fifo_push); bounded state per queue
 FIFO_MAX_RUNS = 64
 
-#: IMS queue types (SPEC §5.1): first character of the queue name.
+#: IMS queue types (IMS, *IMS Shared Queues Functions and Facilities*): first character of the queue name.
 QUEUE_TYPES = {
     "1": "transaction ready",
     "2": "transaction staging",

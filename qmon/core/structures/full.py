@@ -16,7 +16,7 @@ class FullMonitoring(StructureBase):
 
     def _clear(self, key: str) -> bool:
         """Whether the condition that ends alert ``key`` holds: usage ``clear_margin`` points below its threshold."""
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         if key == "near":  # (the configuration keeps clear_margin below fullthreshold)
             return not at_or_above(st["used"], self.capacity, max(1, d.fullthreshold - d.clear_margin))
@@ -55,7 +55,7 @@ class FullMonitoring(StructureBase):
     def _resolve_due(self, now_ts: int) -> list[Emit]:
         """RESOLVED, at the instant the hold ended, for every alert whose clear condition held ``clear_hold``
         by event time ``now_ts``."""
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         out: list[Emit] = []
         for key in ("full", "ovf_full", "near"):
@@ -125,7 +125,7 @@ class FullMonitoring(StructureBase):
         return out
 
     def _near_full(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         if st["near_alert_id"] is None and at_or_above(st["used"], self.capacity, d.fullthreshold):
             usage = self.usage()

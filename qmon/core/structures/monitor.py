@@ -34,13 +34,13 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         """Which of ``recs`` are duplicates, as ``on_activity`` would find them applying them in turn, found
         for each queue's records at once (``qmon.core.dedup``); then ``on_activity(rec, screened=True)`` for
         the others.  (Nothing in the rules forgets a queue's ids between two records.)"""
-        if self.d is None:
+        if self.definition is None:
             return [False] * len(recs)  # a structure not configured remembers no ids (``on_activity``)
         return self.recent.screen(recs, lambda rec: self._q(rec.queue), _dedup_key)
 
     def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
         """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
-        if self.d is None:
+        if self.definition is None:
             return self._unknown(rec)
         if not screened and self._duplicate(rec):
             return []
@@ -56,14 +56,14 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             out.extend(self._get(rec))
         return out
 
-    def on_screened(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+    def on_new_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
         """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
-        exactly its outputs and state, with the records that can raise nothing applied by ``_quiet_run``.
-        Returns (record, its outputs) for the records that had any."""
+        exactly its outputs and state, with the records that can raise nothing applied by
+        ``_apply_run_raising_nothing``.  Returns (record, its outputs) for the records that had any."""
         out: list[tuple[Activity, list[Emit]]] = []
         i, n = 0, len(recs)
         while i < n:
-            j = self._quiet_run(recs, i)
+            j = self._apply_run_raising_nothing(recs, i)
             if j < n:  # a record that may raise something (or a state with something firing): the rules
                 rec = recs[j]
                 if emits := self.on_activity(rec, screened=True):
@@ -72,14 +72,14 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             i = j
         return out
 
-    def _quiet_run(self, recs: list[Activity], i: int) -> int:
+    def _apply_run_raising_nothing(self, recs: list[Activity], i: int) -> int:
         """The common case, without the rules' checks: while nothing is firing, no hold or overflow mode
         runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
         moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else).  Applies
         ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
         Exactly what ``on_activity(rec, screened=True)`` does to such a record (property test:
-        ``tests/core/test_quiet_run.py``)."""
-        d, st = self.d, self.state
+        ``tests/core/test_run_raising_nothing.py``)."""
+        d, st = self.definition, self.state
         if (
             d is None
             or st["mode_alert_id"] is not None  # (queues are in overflow only in overflow mode)
@@ -169,7 +169,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
 
     def next_scan_clock(self) -> int | None:
         """The arrival-clock time of the next overflow scan or alert resolution due (for a Spark timer), or None."""
-        st, d = self.state, self.d
+        st, d = self.state, self.definition
         if st["last_clock"] is None or st["last_ts"] is None or d is None:
             return None
         due = [since + d.clear_hold_ms for since in st.get("clear", {}).values()]
@@ -182,7 +182,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
     def snapshot(self, clock: int) -> list[Emit]:
         """The structure's usage, if it changed (a queue was used) since its last snapshot, at most once per
         ``snapshot_interval_ms`` of the arrival clock (``snapshot_due`` is a deadline of the unit's timer)."""
-        interval, d, st = self.settings.snapshot_interval_ms, self.d, self.state
+        interval, d, st = self.settings.snapshot_interval_ms, self.definition, self.state
         if interval <= 0 or d is None:
             return []
         snap = st.setdefault("snap", {"at": None, "dirty": False})

@@ -21,15 +21,15 @@ class AlterAndOverflow(StructureBase):
 
     def _rearm(self) -> list[Emit]:
         """Usage below OVFLWMAX again: the next time it reaches the threshold counts as reached again."""
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         if st["above"] and not at_or_above(st["used"], self.capacity, d.ovflwmax):
             st["above"] = False
         return []
 
     def _threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
-        """§5.2: primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
-        d, st = self.d, self.state
+        """Primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
+        d, st = self.definition, self.state
         assert d is not None
         out: list[Emit] = []
         if d.resource:
@@ -110,8 +110,8 @@ class AlterAndOverflow(StructureBase):
         return out
 
     def _select(self, rec: Activity) -> list[Emit]:
-        """§5.3: offer candidates to the overflow exit; one OverflowCandidates record."""
-        d, st = self.d, self.state
+        """Offer candidates to the overflow exit; one OverflowCandidates record."""
+        d, st = self.definition, self.state
         assert d is not None
         usage_before = self.usage()
         pool = sorted(
@@ -130,7 +130,7 @@ class AlterAndOverflow(StructureBase):
             if remaining * 100 <= d.target * self.capacity or len(approved) >= MAX_APPROVED:
                 break
             decision = self.settings.overflow_exit.decide(self.name, name, el)
-            fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size (seed 004)
+            fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size
             candidates.append(
                 {"queue": name, "elements": el, "decision": decision, "in_overflow": decision == "approve" and fits}
             )
@@ -163,7 +163,7 @@ class AlterAndOverflow(StructureBase):
         return out
 
     def _end_overflow(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
-        d, st = self.d, self.state
+        d, st = self.definition, self.state
         assert d is not None
         aid, st["mode_alert_id"] = st["mode_alert_id"], None
         st["next_scan"] = None
@@ -213,8 +213,8 @@ class AlterAndOverflow(StructureBase):
         ]
 
     def _scan(self, at: int) -> list[Emit]:
-        """§5.4: queues in overflow that are empty leave it; none left ends overflow mode."""
-        d, st = self.d, self.state
+        """Queues in overflow that are empty leave it; none left ends overflow mode."""
+        d, st = self.definition, self.state
         assert d is not None
         out: list[Emit] = []
         before = (st["used"], self.capacity)  # usage before, rounded only if reported
@@ -246,7 +246,7 @@ class AlterAndOverflow(StructureBase):
         st = self.state
         out: list[Emit] = self._resolve_due(now_ts)
         if st["next_scan"] is not None and st["mode_alert_id"] is not None and now_ts >= st["next_scan"]:
-            d = self.d
+            d = self.definition
             assert d is not None
             at = st["next_scan"]
             out.extend(self._scan(at))

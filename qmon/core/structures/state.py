@@ -57,7 +57,7 @@ class StructureState(TypedDict):
 
 
 def migrate(state: dict[str, Any]) -> StructureState:
-    """A structure's state of an earlier version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
+    """A structure's state of a lower version, brought to ``STATE_VERSION`` in place (a newer one is refused)."""
     version = state.get("v", 1)
     if not isinstance(version, int) or version > STATE_VERSION:
         raise ValueError(f"structure state has version {version!r}, this qmon reads up to {STATE_VERSION}")

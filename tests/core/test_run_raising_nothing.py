@@ -1,12 +1,13 @@
-"""The common case without the rules' checks (``on_screened``, ``_quiet_run``) of a structure and of a queue
-shard gives exactly the outputs and state of ``on_activity`` applied record by record.
+"""The fast path that applies records without the rules' checks (``on_new_activities``,
+``_apply_run_raising_nothing``) of a structure and of a queue shard gives exactly the outputs and state of
+``on_activity`` applied record by record.
 
-``_quiet_run`` moves counts and FIFO runs for puts and gets while nothing is firing, no hold or overflow
-mode runs and each put leaves usage below OVFLWMAX and FULLTHRESHOLD; any other record goes to the rules.
-The streams below fill small structures (alters, overflow with and without an overflow structure, a
-resource structure, full, near full, holds), long messages to ready queues with staging parts, gets by
-size, failed operations, STARTs and records without an arrival clock, cut into micro-batches with the
-state stored and loaded between them."""
+``_apply_run_raising_nothing`` moves counts and FIFO runs for puts and gets while nothing is firing, no hold
+or overflow mode runs and each put leaves usage below OVFLWMAX and FULLTHRESHOLD; any other record goes to
+the rules.  The streams below fill small structures (alters, overflow with and without an overflow
+structure, a resource structure, full, near full, holds), long messages to ready queues with staging parts,
+gets by size, failed operations, STARTs and records without an arrival clock, cut into micro-batches with
+the state stored and loaded between them."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def _records(rng: random.Random, name: str, n: int) -> list[Any]:
 
 
 class _Rules:
-    """Counts the records a monitor's ``on_screened`` gives to the rules (``on_activity``)."""
+    """Counts the records a monitor's ``on_new_activities`` gives to the rules (``on_activity``)."""
 
     def __init__(self, mon: Any) -> None:
         self.calls, self.one = 0, mon.on_activity
@@ -100,7 +101,7 @@ def _run(
         batch = recs[lo:hi]
         if batched:
             rules = _Rules(mon)
-            for _, emits in mon.on_screened(batch):
+            for _, emits in mon.on_new_activities(batch):
                 out.extend(e.record for e in emits)
             calls += rules.calls
         else:
@@ -123,7 +124,9 @@ def _run(
     runs=st.sampled_from([2, 3, data_elements.FIFO_MAX_RUNS]),
     restarts=st.lists(st.booleans(), max_size=4),
 )
-def test_on_screened_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, name, n, cuts, runs, restarts):
+def test_on_new_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(
+    seed, name, n, cuts, runs, restarts
+):
     """``runs``: FIFO runs kept per queue (few: runs merge, and their gets free averages); ``restarts``:
     batches run with other thresholds than the state was built with."""
     recs = _records(random.Random(seed), name, n)
@@ -135,7 +138,7 @@ def test_on_screened_gives_the_outputs_and_state_of_the_rules_record_by_record(s
     assert state == rules_state
 
 
-def test_the_quiet_path_takes_many_records_and_the_rules_the_ones_that_raise():
+def test_the_fast_path_takes_many_records_and_the_rules_the_ones_that_raise():
     """Not vacuous: over these small, often full structures a fifth of the records skip the rules, and every
     output still comes."""
     rng = random.Random(7)
@@ -155,9 +158,9 @@ def test_a_put_that_would_reach_ovflwmax_goes_to_the_rules():
     recs = [activity({"event_id": f"p{i}", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "PUT", "ts": i,
                       "msg_bytes": 512}, i) for i in range(30)]  # fmt: skip
     mon = StructureMonitor("MSGQ1", SETTINGS)
-    assert mon._quiet_run(recs, 0) == 27  # 27 puts leave usage at 27/40 = 67.5 %
+    assert mon._apply_run_raising_nothing(recs, 0) == 27  # 27 puts leave usage at 27/40 = 67.5 %
     assert mon.state["used"] == 27 and mon.state["queues"]["1PAYROLL"]["fifo"] == [[27, 27, 0]]
-    [(rec, emits)] = mon.on_screened(recs[27:])
+    [(rec, emits)] = mon.on_new_activities(recs[27:])
     assert rec.event_id == "p27" and [e.record["type"] for e in emits] == ["STRUCTURE_ALTERED"]
     assert mon.state["size_kb"] > 20 and mon.state["used"] == 30
 
@@ -185,7 +188,7 @@ def test_a_get_freeing_more_than_a_queue_holds_is_clamped_as_the_rules_do():
     rules, quiet = state(), state()
     for rec in gets:
         assert rules.on_activity(rec, screened=True) == []
-    assert quiet._quiet_run(gets, 0) == len(gets)
+    assert quiet._apply_run_raising_nothing(gets, 0) == len(gets)
     assert quiet.state == rules.state
     assert rules.state["queues"]["2ORDERS"]["msgs"] == 3  # its parts freed nothing
 
@@ -222,7 +225,7 @@ def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
 
 def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> tuple[list[Any], Any, int]:
     """A shard over the batches, stored and loaded between them.  A batch of activity only goes, when
-    ``batched``, to ``screen`` and ``on_screened`` (as the operator does); any other batch record by record."""
+    ``batched``, to ``screen`` and ``on_new_activities`` (as the operator does); any other batch record by record."""
     out: list[Any] = []
     blob, calls = None, 0
     for batch in batches:
@@ -233,7 +236,7 @@ def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> 
         if batched and not any("command" in r for r in batch):
             rules = _Rules(mon)
             new = [rec for rec, dup in zip(recs, mon.screen(recs), strict=True) if not dup]
-            for _, emits in mon.on_screened(new):
+            for _, emits in mon.on_new_activities(new):
                 out.extend(e.record for e in emits)
             calls += rules.calls
         else:
@@ -268,7 +271,7 @@ def _cut(records: list[dict[str, Any]], rng: random.Random) -> list[list[dict[st
 
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300))
-def test_a_queue_shards_on_screened_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
+def test_a_queue_shards_on_new_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
     rng = random.Random(seed)
     batches = _cut(_queue_records(rng, n), rng)
     rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
@@ -277,7 +280,7 @@ def test_a_queue_shards_on_screened_gives_the_outputs_and_state_of_the_rules_rec
     assert state == rules_state
 
 
-def test_a_queue_shards_quiet_path_takes_many_records_and_the_rules_the_ones_that_raise():
+def test_a_queue_shards_fast_path_takes_many_records_and_the_rules_the_ones_that_raise():
     rng = random.Random(11)
     batches = _cut(_queue_records(rng, 600), rng)
     rules_out, rules_state, total = _apply_queue_batches(batches, batched=False)
@@ -289,7 +292,7 @@ def test_a_queue_shards_quiet_path_takes_many_records_and_the_rules_the_ones_tha
 
 
 def test_a_state_without_clear_goes_to_the_rules_which_add_it():
-    """A state from before holds (version 2 could lack ``clear``): the rules add it at the first put or get,
+    """A state of version 2 may lack ``clear``: the rules add it at the first put or get,
     so the fast path leaves that record to them, then goes on."""
     put = [
         activity({"event_id": f"p{i}", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "PUT", "ts": i}, i) for i in range(3)
@@ -298,8 +301,8 @@ def test_a_state_without_clear_goes_to_the_rules_which_add_it():
     del rules.state["clear"], quiet.state["clear"]
     for rec in put:
         rules.on_activity(rec, screened=True)
-    assert quiet._quiet_run(put, 0) == 0
-    assert _Rules(quiet) and quiet.on_screened(put) == []
+    assert quiet._apply_run_raising_nothing(put, 0) == 0
+    assert _Rules(quiet) and quiet.on_new_activities(put) == []
     assert quiet.state == rules.state and quiet.state["clear"] == {}
 
 
@@ -320,7 +323,7 @@ def test_above_still_set_after_a_restart_with_a_higher_ovflwmax_goes_to_the_rule
     rules = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
     quiet = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
     rules.on_activity(get[0], screened=True)
-    assert quiet._quiet_run(get, 0) == 0
-    quiet.on_screened(get)
+    assert quiet._apply_run_raising_nothing(get, 0) == 0
+    quiet.on_new_activities(get)
     assert not rules.state["above"]
     assert _decoded(stored.dumps(quiet.state)) == _decoded(stored.dumps(rules.state))

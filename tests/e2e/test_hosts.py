@@ -170,7 +170,7 @@ def test_the_job_across_four_hosts_gives_replays_answer_and_outlives_a_worker_ho
     wanted = [topics.PERFORMANCE, topics.ALERTS, topics.REPLIES, topics.DLQ]
     tail = hosts.run(
         DRIVER,
-        [*qmon, "tail", "--bootstrap", bootstrap, "--json", "--from-beginning", "--idle", "10", *wanted],
+        [*qmon, "tail", "--bootstrap", bootstrap, "--json", "--from-beginning", "--idle", "3", *wanted],
         env,
         timeout=120,
     )
@@ -238,7 +238,7 @@ def test_the_job_across_four_hosts_gives_replays_answer_and_outlives_a_worker_ho
             "--json",
             "--from-beginning",
             "--idle",
-            "10",
+            "3",
             topics.PERFORMANCE,
         ],  # fmt: skip
         env,

@@ -139,12 +139,13 @@ def _workload(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def test_qmon_run_stopped_by_ctrl_c_sigterm_and_sigkill_resumes_each_time_and_loses_nothing(kafka_bootstrap, tmp_path):
-    """Ctrl-C at a terminal (SIGINT to the foreground process group) and SIGTERM (a service manager, Kubernetes)
-    each stop ``qmon run`` cleanly while records stream in: exit status 0, no stack trace or ERROR line on stderr.
-    Then SIGKILL to the job, its JVM and its workers, mid-stream.  Each next start resumes from the checkpoint,
-    and the outputs of the four runs are the uninterrupted result (the pure reference), a repeat only as the
-    same event_id."""
+def test_qmon_run_stopped_by_ctrl_c_and_by_sigkill_resumes_each_time_and_loses_nothing(kafka_bootstrap, tmp_path):
+    """Ctrl-C at a terminal (SIGINT to the foreground process group: the job, and its JVM and Python workers
+    unless they are kept apart) stops ``qmon run`` cleanly while records stream in: exit status 0, no stack
+    trace or ERROR line on stderr.  Then SIGKILL to the job, its JVM and its workers, mid-stream.  Each next
+    start resumes from the checkpoint, and the outputs of the three runs are the uninterrupted result (the
+    pure reference), a repeat only as the same event_id.  (SIGTERM takes the same path as SIGINT:
+    ``tests/streaming/test_stop.py``.)"""
     prefix = f"x{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     cfg = tmp_path / "qmon.yaml"
@@ -185,7 +186,7 @@ def test_qmon_run_stopped_by_ctrl_c_sigterm_and_sigkill_resumes_each_time_and_lo
             time.sleep(0.3)
         midway.set()
 
-    for chunk, stop in ((work[:300], "ctrl-c"), (work[300:600], "sigterm"), (work[600:], "sigkill")):
+    for chunk, stop in ((work[:450], "ctrl-c"), (work[450:], "sigkill")):
         proc = subprocess.Popen(
             cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
@@ -196,8 +197,6 @@ def test_qmon_run_stopped_by_ctrl_c_sigterm_and_sigkill_resumes_each_time_and_lo
             assert midway.wait(240), "the job never committed a batch"
             if stop == "ctrl-c":
                 os.killpg(proc.pid, signal.SIGINT)
-            elif stop == "sigterm":
-                proc.send_signal(signal.SIGTERM)
             else:  # the job, its JVM and its workers, without warning, as a host crash would
                 for pid in [proc.pid, *descendants(proc.pid)]:
                     with contextlib.suppress(ProcessLookupError):

@@ -62,8 +62,8 @@ docs: setup ## regenerate the reference pages from the code, then build the site
 
 ci: lint typecheck docs test ## what CI runs (.ci/run): lint, typecheck, the docs, then the whole test suite
 
-bench: setup ## the steady-state targets in one run, side by side (~22 min; with Quix Streams if .venv-quix exists)
-	$(PY) benchmarks/throughput.py --targets --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)
+bench: setup ## the steady-state targets in one run, side by side (~30 min; with Quix Streams if .venv-quix exists)
+	$(PY) benchmarks/throughput.py --targets --warmup 150 --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)
 	rm -rf $(VENV) .pytest_cache *.egg-info build dist

@@ -2,11 +2,12 @@
 pick instead of qmon.  Run by benchmarks/throughput.py in its own virtualenv (Quix Streams pins an
 older confluent-kafka than qmon):
 
-    python -m venv .venv-quix && .venv-quix/bin/pip install quixstreams fastavro pydantic pyyaml
+    python3.11 -m venv .venv-quix && .venv-quix/bin/pip install quixstreams fastavro pydantic pyyaml msgpack
     .venv-quix/bin/pip install --no-deps -e .
     python benchmarks/throughput.py --quix-python .venv-quix/bin/python
 
-Per-queue state is keyed by the message key (qmgr/queue), per-structure state after a ``group_by``
+Per-queue state (the duplicate check's ids, by slice of ts, as ``qmon.core.dedup`` keeps them, and the queue
+rules' state) is keyed by the message key (qmgr/queue), per-structure state after a ``group_by``
 on the structure (a repartition topic), both in Quix's RocksDB state (with changelog topics, as qmon's
 state has its checkpoint).  Output values are ``<logical topic>\\0<Avro record>`` on one topic, so the benchmark can compare event_ids.
 
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from qmon.connectors import avro
 from qmon.core.config import Config
+from qmon.core.dedup import slice_of
 from qmon.core.queues import QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureMonitor
@@ -95,8 +97,7 @@ def main() -> int:
     from quixstreams.state.rocksdb import RocksDBOptions
 
     config = Config.model_validate(json.loads(Path(config_path).read_text()))
-    # (the rules' own duplicate check, as the baseline's: Quix has no step ahead of them)
-    settings, ssettings = config.monitor_settings("queue"), config.structure_settings("queue")
+    settings, ssettings = config.monitor_settings(), config.structure_settings()
     app = Application(
         broker_address=bootstrap,
         consumer_group=f"quix-{uuid.uuid4().hex[:8]}",
@@ -107,7 +108,7 @@ def main() -> int:
         # state is recovered from changelog topics, as qmon's is from its checkpoint
         use_changelog_topics=True,
         consumer_extra_config={"fetch.max.bytes": 50_000_000},
-        # the states hold bytes (remembered ids): MessagePack, as the Spark operator stores them, not JSON
+        # the states in MessagePack, as qmon's Spark operator stores its state
         rocksdb_options=RocksDBOptions(
             dumps=lambda v: msgpack.packb(v, use_bin_type=True), loads=lambda b: msgpack.unpackb(b, raw=False)
         ),
@@ -134,6 +135,11 @@ def main() -> int:
     def per_queue(value: bytes, state) -> dict:
         r = avro.decode("QueueActivity", value)
         ts = to_ms(r["ts"])
+        # the duplicate check ahead of the rules: the first copy of a record in its slice of ts is kept
+        ids = state.get(f"ids/{slice_of(ts)}") or []
+        if r["event_id"] in ids:
+            return {"emits": [], "s": None}
+        state.set(f"ids/{slice_of(ts)}", [*ids, r["event_id"]])
         mon = QueueMonitor(r["qmgr"], settings, state.get("q"))
         emits = mon.on_activity(
             Activity(
@@ -187,7 +193,6 @@ def main() -> int:
                 clock=None,
             )
         )
-        mon.pack()
         view.flush()
         state.set("top", {k: x for k, x in mon.state.items() if k != "queues"})
         return [frame(e) for e in emits]

@@ -108,7 +108,8 @@ def consume(
 ) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """Yield (logical topic, decoded record, message) from qmon's topics (logical names given).
 
-    Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record, when
+    Ends after ``timeout`` seconds in all, after ``idle`` seconds without a record (counted from when the
+    consumer is given its partitions, so the group's join does not count), when
     ``stop(topic, record)`` returns True, or with ``to_end`` once every partition of the topics (as they
     were when reading began) has been read to its end (records written later may be missed).
     """
@@ -126,7 +127,8 @@ def consume(
     )
     c = Consumer(conf)
     logical_of = {topics.physical(t, prefix): t for t in topic_names}
-    c.subscribe(list(logical_of))
+    assigned: list[float] = []
+    c.subscribe(list(logical_of), on_assign=lambda _c, _parts: assigned.append(time.monotonic()))
     pending = partitions_of(c, list(logical_of)) if to_end else set()
     start = last = time.monotonic()
     try:
@@ -136,7 +138,7 @@ def consume(
                 if pending:
                     raise TimeoutError(f"{len(pending)} partition(s) not read to their end in {timeout} s")
                 return
-            if idle is not None and now - last > idle:
+            if idle is not None and assigned and now - max(last, assigned[0]) > idle:
                 return
             if to_end and not pending:
                 return

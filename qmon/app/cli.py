@@ -458,7 +458,12 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="JSON lines instead of text")
     sp.add_argument("--from-beginning", action="store_true")
     sp.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    sp.add_argument("--idle", type=float, default=None, help="stop after this many seconds without a record")
+    sp.add_argument(
+        "--idle",
+        type=float,
+        default=None,
+        help="stop after this many seconds without a record (counted from when the partitions are assigned)",
+    )
     sp.add_argument("--max", type=int, default=0, help="stop after this many records")
     sp.set_defaults(func=cmd_tail)
 

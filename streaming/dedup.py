@@ -1,11 +1,11 @@
-"""``monitor.dedup_state: slice``: the duplicate check as a stateful step of its own, ahead of the monitor.
+"""The duplicate check, a stateful step of its own ahead of the monitor.
 
 The rule is ``qmon.core.dedup.SliceIds`` (a slice keeps the first copy of a record, by its queue manager,
 queue and event_id); this module applies it to a micro-batch's rows at once and keeps the ids in Spark's
 state.
 
 ``dedup_step(routed, window_ms, horizon, ahead_ms)`` takes the routed rows *before* an activity's structure copy is
-made (``pipeline.route(..., structure_rows=False)``: one row a record, so a record has one verdict and the
+made (``pipeline.route``: one row a record, so a record has one verdict and the
 check reads half as many rows), and groups them by ``(dslice, dpart)``: the slice of an activity row's ts
 and a part of the slice chosen by ``ddigest``, the record's 64-bit ``xxhash64(qmgr, queue, event_id)``
 computed in the JVM (every copy of a record meets its first in one key, and a slice's rows spread over
@@ -46,8 +46,7 @@ REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 
 
 def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -> DataFrame:
-    """The routed rows (one a record: no structure copies yet) less their duplicates (``monitor.dedup_state:
-    slice``), with the watermarked column ``horizon``, the arrival clock ``ahead_ms`` ahead
+    """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked column ``horizon``, the arrival clock ``ahead_ms`` ahead
     (``pipeline.HORIZON``): the operator ahead of the monitor."""
     activity = F.col("kind") == Kind.ACTIVITY.value
     digest = F.xxhash64("qmgr", "queue", "event_id")

@@ -84,12 +84,11 @@ def start_query(
         [s.strname for s in config.structures],
         config.job.queue_units,
         config.job.queue_buckets,
-        config.monitor.dedup_state,
     )
     out = build(
         raw,
-        settings=config.monitor_settings(placed.dedup_state),
-        structure_settings=config.structure_settings(placed.dedup_state),
+        settings=config.monitor_settings(),
+        structure_settings=config.structure_settings(),
         buckets=placed.queue_buckets,
         watermark_delay=config.job.watermark_delay,
         ttl_ms=duration_ms(config.monitor.queue_ttl),
@@ -97,7 +96,7 @@ def start_query(
         structure_buckets=placed.structures,
         queue_units=placed.queue_units,
         input_tasks=config.job.input_tasks,
-        dedup_window_ms=duration_ms(config.monitor.dedup_window) if placed.dedup_state == "slice" else None,
+        dedup_window_ms=duration_ms(config.monitor.dedup_window),
         mq_trace=config.mq_trace.settings() if read_trace else None,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")

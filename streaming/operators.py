@@ -57,9 +57,8 @@ def _opt_str(values: list[Any]) -> list[str | None]:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
 
 
-#: records screened for duplicates at once (``_apply_activities_in_chunks``): bounds the records held at a
-#: time
-SCREEN_CHUNK = 10_000
+#: records made into ``Activity`` objects at a time (``_apply_activities``): bounds the objects held at once
+CHUNK = 10_000
 
 
 def _activities(*fields: Any) -> Iterator[Activity]:
@@ -68,15 +67,11 @@ def _activities(*fields: Any) -> Iterator[Activity]:
     return map(Activity._make, zip(*fields, strict=False))  # (some fields are repeat(): endless)
 
 
-def _apply_activities_in_chunks(
-    mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]
-) -> None:
-    """The rules over puts and gets (nothing else between them), their duplicates found in bulk
-    (``screen``) a chunk of records at a time: exact, since the rules forget no ids between two records;
-    then the others applied in turn (``on_new_activities``: the common case without the rules' checks)."""
-    while chunk := list(islice(recs, SCREEN_CHUNK)):
-        new = [rec for rec, dup in zip(chunk, mon.screen(chunk), strict=True) if not dup]
-        for rec, out in mon.on_new_activities(new):
+def _apply_activities(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]) -> None:
+    """The rules over puts and gets (nothing else between them), a chunk of records at a time
+    (``on_activities``: the common case without the rules' checks)."""
+    while chunk := list(islice(recs, CHUNK)):
+        for rec, out in mon.on_activities(chunk):
             emits.extend((rec.seq, rec.ts, e) for e in out)
 
 
@@ -358,10 +353,10 @@ class QueueUnit(_Unit):
             pdf["src_offset"].astype("int64").tolist(),
             pdf["clock"].astype("int64").tolist(),
         )
-        if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: duplicates found in bulk
+        if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: the fast path
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
             recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
-            _apply_activities_in_chunks(mon, recs, emits)
+            _apply_activities(mon, recs, emits)
             return emits, max(ts) if ts else None
         newest = None
         for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
@@ -432,7 +427,7 @@ class StructureUnit(_Unit):
         emits: list[tuple[int, int, Emit]] = []
         eid, qmgr, queue, op, ts, nbytes, reason, clock, seq = cols
         recs = _activities(eid, qmgr, queue, op, ts, repeat(None), nbytes, repeat(None), reason, clock, seq)
-        _apply_activities_in_chunks(mon, recs, emits)
+        _apply_activities(mon, recs, emits)
         return emits, None
 
     def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:
@@ -440,7 +435,6 @@ class StructureUnit(_Unit):
         return self.monitor(name, stored.loads(blob) if blob is not None else None)
 
     def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
-        mon.pack()
         slot.store(stored.dumps(mon.state), self.deadline(mon))
 
     def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:

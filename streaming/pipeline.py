@@ -22,8 +22,8 @@ Steps:
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
-4. With ``monitor.dedup_state: slice`` (the default), a duplicate check ahead of the monitor
-   (``streaming.dedup``) over one row a record; the structures' rows are made after it (``structure_copies``).
+4. The duplicate check ahead of the monitor (``streaming.dedup``, ``qmon.core.dedup``) over one row a
+   record; the structures' rows are made after it (``structure_copies``).
 5. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
@@ -45,6 +45,7 @@ from qmon.connectors.avro import schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
+from qmon.streaming.dedup import dedup_step
 from qmon.streaming.rows import OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
@@ -349,12 +350,11 @@ def route(
     buckets: int,
     structure_buckets: dict[str, int] | None = None,
     queue_units: list[int] | None = None,
-    structure_rows: bool = True,
 ) -> DataFrame:
-    """Every decoded record -> the rows the per-queue operator receives (kind A, S, C, J), and the
-    dead letters and invalid-command replies it passes through (kind P).  One pass over the input.
-    ``structure_rows`` False: an activity's structure copy (kind S) is left to ``structure_copies``, made
-    after the duplicate check (``streaming.dedup``), which then reads one row a record.
+    """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the dead letters
+    and invalid-command replies it passes through (kind P): one row a record, one pass over the input.  An
+    activity's copy for its structure (kind S) is made by ``structure_copies``, after the duplicate check
+    (``streaming.dedup``), so that a record and its copy have one verdict.
 
     A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
@@ -422,16 +422,6 @@ def route(
         kind=F.lit(Kind.ACTIVITY.value),
         **fields,
     )
-    # the same activity, for its structure's monitor (key: the structure)
-    # (its bucket places the structure's key on a partition of its own: see qmon.core.placement)
-    placed = _structure_bucket(F.col("ra.structure"), structure_buckets)
-    for_structure = _routed(
-        unit=F.lit(Unit.STRUCTURE.value),
-        unit_name=F.col("ra.structure"),
-        bucket=placed,
-        kind=F.lit(Kind.STRUCTURE_ACTIVITY.value),
-        **fields,
-    )
 
     def command(shard: Column, reply_here: Column, command_id: Column | None = None) -> Column:
         return _routed(
@@ -486,11 +476,9 @@ def route(
     topic = F.col("topic")
     # activity: QueueActivity records, and the calls decoded from MQ activity trace (streaming.trace)
     is_activity = topic.isin(names[topics.ACTIVITY], names.get(topics.MQ_TRACE, names[topics.ACTIVITY]))
-    with_structure = F.array(activity, for_structure) if structure_rows else F.array(activity)
     rows = (
         F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
         .when(F.col("dlq_reason").isNotNull(), F.array(dead))
-        .when(is_activity & F.col("ra.structure").isNotNull(), with_structure)
         .when(is_activity, F.array(activity))
         .when(
             topic == names[topics.CONTROL],
@@ -504,7 +492,8 @@ def route(
 
 def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None = None) -> DataFrame:
     """Each activity row that names a structure, and its copy for the structure's monitor (kind S, key
-    ``(S, structure, placed bucket)``): what ``route`` makes at once when no duplicate check comes between."""
+    ``(S, structure, placed bucket)``: the bucket places the structure's key on a partition of its own,
+    ``qmon.core.placement``)."""
     types = {f.name: f.dataType.simpleString() for f in ROUTED.fields}
     changed = {
         "unit": F.lit(Unit.STRUCTURE.value),
@@ -533,14 +522,13 @@ def build(
     queue_units: list[int] | None = None,
     input_tasks: int | None = None,
     mq_trace: tuple[str, str] | None = None,
-    dedup_window_ms: int | None = None,
+    dedup_window_ms: int = 10 * 60 * 1000,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
-    ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  With
-    ``dedup_window_ms`` (``monitor.dedup_state: slice``), a duplicate check of its own runs ahead of the
-    monitor (``streaming.dedup``): the settings given then have no check of their own (``dedup_max`` 0).
+    ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  The duplicate check
+    (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``.
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
@@ -554,14 +542,10 @@ def build(
     dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    if dedup_window_ms is None:
-        routed = route(dec, names, buckets, structure_buckets, queue_units)
-    else:  # the check reads one row a record: the structure's copies are made after it
-        from qmon.streaming.dedup import dedup_step
-
-        routed = route(dec, names, buckets, structure_buckets, queue_units, structure_rows=False)
-        checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
-        routed = structure_copies(checked, structure_buckets)
+    # the check reads one row a record: the structures' copies are made after it
+    routed = route(dec, names, buckets, structure_buckets, queue_units)
+    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
+    routed = structure_copies(checked, structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms)
     events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")

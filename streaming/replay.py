@@ -85,18 +85,17 @@ def run_rows(
         [s.strname for s in config.structures],
         config.job.queue_units,
         config.job.queue_buckets,
-        config.monitor.dedup_state,
     )
     out = build(
         raw,
-        settings=config.monitor_settings(placed.dedup_state),
-        structure_settings=config.structure_settings(placed.dedup_state),
+        settings=config.monitor_settings(),
+        structure_settings=config.structure_settings(),
         buckets=placed.queue_buckets,
         watermark_delay="0 seconds",
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         structure_buckets=placed.structures,
         queue_units=placed.queue_units,
-        dedup_window_ms=duration_ms(config.monitor.dedup_window) if placed.dedup_state == "slice" else None,
+        dedup_window_ms=duration_ms(config.monitor.dedup_window),
         mq_trace=config.mq_trace.settings() if any(r[0] == topics.MQ_TRACE for r in encoded.rows) else None,
     )
     collected: list[Any] = []

@@ -1,4 +1,4 @@
-"""``monitor.dedup_state: slice``: the duplicate check's stateful processor (``SliceCheck``) and its batch form of
+"""The duplicate check's stateful processor (``SliceCheck``) and its batch form of
 the rule (``fresh_rows``, ``first_copies_order``); ``streaming.dedup`` builds the step around them.
 
 A module of its own, light to import: Spark starts a new Python process on the driver at a query's first

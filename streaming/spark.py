@@ -92,8 +92,7 @@ def nio_local_fs_jar(timeout: float = 15.0) -> str | None:
 
 #: HotSpot never compiles a method of more than 8,000 bytes of bytecode (``DontCompileHugeMethods``), and
 #: the code Spark generates for the input stage (decode, validate and route, a struct of 23 fields per
-#: routed row) is one such method: without this flag it runs interpreted, and every record pays for it
-#: (``benchmarks/input_stage.py`` runs the input stage with and without it).
+#: routed row) is one such method: without this flag it runs interpreted, and every record pays for it.
 JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 #: After a marking cycle G1 resizes the heap so that 5-20 % of it is free (HotSpot's defaults: 40-70 %).
@@ -208,7 +207,7 @@ def session_options(
         "spark.python.worker.reuse": "true",
         # one pool of Python workers for every Python step: Spark keeps a daemon and its workers per set of
         # worker environment variables, and its SQL runners add SPARK_SIMPLIFIED_TRACEBACK where
-        # transformWithStateInPandas' runner does not (with monitor.dedup_state: slice that would make a
+        # transformWithStateInPandas' runner does not (the duplicate check ahead of the monitor would have a
         # second pool: more workers, their memory, and a second daemon to start); tracebacks are whole
         "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled": "false",
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",

@@ -5,11 +5,11 @@ the rules use that queue and encoded again only if they did (``qmon.core.lazy``)
 queues it touched, not for every queue of the unit.
 
 A unit's state (``qmon.core.queues.ShardState``, ``qmon.core.structures.StructureState``) is plain data:
-dicts with string keys, lists, strings, bytes, integers, booleans and None, with its version in ``v``.
-MessagePack keeps exactly that and nothing else (no classes, so renaming or moving code cannot make a
-stored value unreadable; a tuple comes back as a list), and the rules migrate an older version when they
-load it (``qmon.core.queues.migrate``, ``qmon.core.structures.migrate``).  A queue's fields by position
-(``QUEUE_SHAPES``) are the one layout kept here; its shapes are frozen by golden tests.
+dicts with string keys, lists, strings, bytes, integers, booleans and None, with its version in ``v``
+(``qmon.core.state_version``: the rules refuse another).  MessagePack keeps exactly that and nothing else
+(no classes, so renaming or moving code cannot make a stored value unreadable; a tuple comes back as a
+list).  A queue's fields by position (``QUEUE_SHAPES``) are the one layout kept here; its shapes are frozen
+by golden tests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any, TypedDict
 
 import msgpack
 
-from qmon.core.dedup import Ids
 from qmon.core.lazy import Lazy
 
 
@@ -30,8 +29,6 @@ class StoredStateError(ValueError):
 def _queues(value: Any) -> Any:
     if isinstance(value, Lazy):  # a unit's queues: each one its own value, re-encoded only if it was used
         return value.encoded(dump_queue)
-    if isinstance(value, Ids):  # remembered ids not packed yet (the monitors pack them before a store)
-        return value.packed()
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
@@ -44,11 +41,10 @@ _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
 #: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
 #: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
-#: field names written here once rather than in every queue (they are most of a small queue's map).
-#: A map of any other keys or order is stored as a map.  An id is never changed nor reused: a stored value
-#: is read back by it (a new field needs a new shape; ``tests/streaming/test_state.py`` holds the shapes
-#: frozen and golden values of each).  A build that reads queues as maps only refuses these values by the
-#: rules' ``STATE_VERSION`` 4.
+#: field names written here once rather than in every queue.  A map of any other keys or order (a queue
+#: without a stall hold has no ``stall_ok``) is stored as a map.  Within a state version an id is never
+#: changed nor reused: a stored value is read back by it (``tests/streaming/test_state.py`` holds the shapes
+#: frozen and golden values of each).
 QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
     1: (
         "depth",
@@ -61,12 +57,10 @@ QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
         "enq",
         "deq",
         "last_ts",
-        "recent",
         "stall_alert_id",
         "stall_ok",
     ),
-    2: ("msgs", "el", "ovf", "rej", "fifo", "recent"),
-    3: ("msgs", "el", "ovf", "rej", "fifo"),
+    2: ("msgs", "el", "ovf", "rej", "fifo"),
 }
 #: a queue's ``attrs`` (shape 1), by position too when they are exactly these (``qmon.core.queues.MQ_DEFAULTS``)
 ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")

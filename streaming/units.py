@@ -6,18 +6,15 @@
   for configured structures not yet placed;
 * ``queue_units``: the key bucket of each group of queue-manager shards (group ``i`` on shuffle partition
   ``i mod partitions``; as many groups as partitions unless ``job.queue_units`` says);
-* ``queue_buckets``: the shards a queue manager's queues are split into;
-* ``dedup_state``: where the remembered event ids live (``monitor.dedup_state``): ``queue`` (in the
-  monitor's state) or ``slice`` (in a step of their own ahead of it, a second stateful operator).
+* ``queue_buckets``: the shards a queue manager's queues are split into.
 
 All of it is kept in the file ``qmon-placement.json`` in the checkpoint directory (read and written
 through Hadoop's FileSystem, so any checkpoint location Spark accepts works), with the number of
 shuffle partitions the checkpoint was created with, which Spark keeps for the checkpoint's whole life.
 The state lives under those keys and those shards: a checkpoint keeps the counts it started with (a
-configuration that asks for others is logged and overruled), and so does ``dedup_state`` (a checkpoint
-that has run without the key was written with ``queue``).  A checkpoint that has run batches without
-``queue_units`` keeps its state under one key per queue-manager shard, not per unit, which this job cannot
-read: it is refused (``CheckpointError``).
+configuration that asks for others is logged and overruled).  The file also records the version of the
+state the checkpoint holds (``qmon.core.state_version``): a checkpoint whose query has run under another
+version is refused before anything is read (``CheckpointError``), naming the version found.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ from typing import Any
 
 from qmon.core.placement import place, spread
 from qmon.core.sparkhash import partition
+from qmon.core.state_version import STATE_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +43,6 @@ class Placement:
     structures: dict[str, int]  # structure -> the bucket of its key (S, structure, bucket)
     queue_units: list[int]  # group i of queue-manager shards -> the bucket of its key (Q, "", bucket)
     queue_buckets: int  # shards a queue manager's queues are split into
-    dedup_state: str = "queue"  # monitor.dedup_state: "queue" or "slice"
 
 
 def _fs(spark: Any, checkpoint: str, name: str = FILE) -> tuple[Any, Any]:
@@ -87,7 +84,6 @@ def placement(
     names: list[str],
     queue_units: int | None,
     queue_buckets: int,
-    dedup_state: str = "queue",
 ) -> Placement:
     """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
     per shuffle partition (the checkpoint's)."""
@@ -95,12 +91,13 @@ def placement(
 
     doc = _read(spark, checkpoint) or {}
     ran = _has_batches(spark, checkpoint)
-    if "queue_units" not in doc and ran:
+    found = doc.get("state_version")
+    if ran and found != STATE_VERSION:
         raise CheckpointError(
-            f"{checkpoint}: this checkpoint was written by a qmon before 0.4.0 (or an earlier 0.4.0 build), whose "
-            "state is keyed by queue manager shard; this qmon groups the shards into units and cannot read it. Start the job with a new "
-            "checkpoint directory (job.checkpoint; job.starting_offsets: latest to skip the input already read): "
-            "see CHANGELOG.md, 0.4.0"
+            f"{checkpoint}: this checkpoint holds qmon state of version "
+            f"{found if found is not None else '4 or earlier (none recorded)'}; this qmon reads state version "
+            f"{STATE_VERSION} only. Start the job with a new checkpoint directory (job.checkpoint or --checkpoint; "
+            "job.starting_offsets: latest skips the input already read): see CHANGELOG.md, upgrading"
         )
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}
@@ -127,22 +124,12 @@ def placement(
             checkpoint,
             shards,
         )
-    kept = str(doc.get("dedup_state") or ("queue" if ran else dedup_state))
-    if kept != dedup_state:
-        logger.warning(
-            "monitor.dedup_state is %s but checkpoint %s was started with %s: kept (its query's stateful operators "
-            "are those of %s; a new checkpoint directory changes it)",
-            dedup_state,
-            checkpoint,
-            kept,
-            kept,
-        )
     new = {
         "partitions": partitions,
         "structures": buckets,
         "queue_units": units,
         "queue_buckets": shards,
-        "dedup_state": kept,
+        "state_version": STATE_VERSION,
     }
     if new != doc:
         _write(spark, checkpoint, new)
@@ -155,4 +142,4 @@ def placement(
             shards,
             units,
         )
-    return Placement(buckets, units, shards, kept)
+    return Placement(buckets, units, shards)

@@ -187,12 +187,6 @@ class MonitorConfig(_Model):
         "DISABLED", description="PERFMEV of every queue manager until ALTER QMGR changes it"
     )
     dedup_window: str = Field("10 minutes", description="how long a record's event_id is remembered (duplicates)")
-    dedup_max: int = Field(256, ge=1, le=1_000_000, description="ids each queue remembers with dedup_state: queue")
-    dedup_state: Literal["queue", "slice"] = Field(
-        "slice",
-        description="where remembered event ids live: in each queue's state (at most dedup_max), or in a "
-        "step ahead of the monitor, by 10-second slice of ts (every id within dedup_window); fixed for a checkpoint",
-    )
     queue_ttl: str = Field("7 days", description="a queue idle (no record) this long is forgotten (bounded state)")
     journal_near_pct: int = Field(90, ge=1, le=100, description="RECEIVER_NEAR_THRESHOLD at this % of THRESHOLD")
     stall_clear_hold: str = Field(
@@ -389,11 +383,7 @@ class Config(_Model):
             raise ValueError(f"structure {dup[0]} is defined more than once")
         return self
 
-    def _dedup_max(self, dedup_state: str | None) -> int:
-        """``dedup_max`` for the monitor's own check; 0 (none) when a step ahead of it checks (``slice``)."""
-        return 0 if (dedup_state or self.monitor.dedup_state) == "slice" else self.monitor.dedup_max
-
-    def structure_settings(self, dedup_state: str | None = None) -> StructureSettings:
+    def structure_settings(self) -> StructureSettings:
         if isinstance(self.overflow_exit, str):
             exit_ = OverflowExit(callable_path=self.overflow_exit)
         else:
@@ -401,17 +391,13 @@ class Config(_Model):
         return StructureSettings(
             tuple(s.definition() for s in self.structures),
             exit_,
-            dedup_window_ms=duration_ms(self.monitor.dedup_window),
-            dedup_max=self._dedup_max(dedup_state),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
         )
 
-    def monitor_settings(self, dedup_state: str | None = None) -> MonitorSettings:
+    def monitor_settings(self) -> MonitorSettings:
         return MonitorSettings(
             perfmev=self.monitor.perfmev,
             queue_defaults=tuple(QueueDefaults(q.pattern, q.attrs()) for q in self.queues),
-            dedup_window_ms=duration_ms(self.monitor.dedup_window),
-            dedup_max=self._dedup_max(dedup_state),
             journal_near_pct=self.monitor.journal_near_pct,
             stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
@@ -514,6 +500,13 @@ def _with_definitions(path: Path, doc: dict) -> dict:
     return doc
 
 
+#: keys a qmon release has removed, and why (said instead of "unknown key")
+REMOVED_KEYS = {
+    "monitor.dedup_state": "duplicates are always found by the check ahead of the monitor, by 10-second slice of ts",
+    "monitor.dedup_max": "the duplicate check remembers every event_id within monitor.dedup_window",
+}
+
+
 def load_config(path: str | Path | None) -> Config:
     """Read and validate a configuration file (None: all defaults)."""
     if path is None:
@@ -545,7 +538,9 @@ def load_config(path: str | Path | None) -> Config:
             line = _line_of(doc, loc)
             where = f"line {line}" if line else "line ?"
             msg = err["msg"]
-            if err["type"] == "extra_forbidden":
+            if err["type"] == "extra_forbidden" and key in REMOVED_KEYS:
+                msg = f"no longer a setting: {REMOVED_KEYS[key]}; delete the key"
+            elif err["type"] == "extra_forbidden":
                 msg = "unknown key (check its spelling against the configuration reference, docs/reference/configuration.md)"
             elif err["type"] == "missing":
                 msg = "required key is missing"

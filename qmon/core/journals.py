@@ -30,10 +30,6 @@ manager never look like a switch between them, and a status older than the newes
 seen for its journal is stale and ignored, so a replayed or reordered status raises
 nothing new.  The attached receiver always exists, whether or not the status lists it
 among the receivers present.
-
-State keyed by library alone (queue state version 1) is migrated on first
-use to the journal of the instance of the receiver it last saw attached (instance A if
-none), keeping its open episodes, so their RESOLVED still follow.
 """
 
 from __future__ import annotations
@@ -121,26 +117,6 @@ class JournalState(TypedDict):
 
 
 #: alert-id fields as queue state version 1 names them (``*_alert_id`` from version 2)
-_OLD_NAMES = {"near": "near_alert_id", "blocked": "blocked_alert_id", "exhausted": "exhausted_alert_id"}
-
-
-def migrate(state: dict[str, Any]) -> None:
-    """State of lower versions, in place: re-keyed by journal (``LIB/AMQxJRN`` -> dict) where it was keyed
-    by library, and the alert-id fields renamed (``near`` -> ``near_alert_id``, ...)."""
-    for j in state.values():
-        for old, new in _OLD_NAMES.items():
-            if old in j:
-                j[new] = j.pop(old)
-    for key in [k for k in state if "/" not in k]:
-        j = state.pop(key)
-        try:
-            new = journal_name(key, j["attached"])
-        except ReceiverNameError:  # never attached (cannot happen in saved state): the single instance
-            new = f"{key}/AMQAJRN"
-        if new not in state or (j.get("ts") or 0) > (state[new].get("ts") or 0):
-            state[new] = j
-
-
 class JournalStatus(NamedTuple):
     event_id: str
     qmgr: str
@@ -173,8 +149,6 @@ class JournalMonitor:
         self.qmgr = qmgr
         self.state = state
         self.near_pct = near_pct
-        if any("/" not in k for k in state):
-            migrate(state)
 
     def _emit(
         self,

@@ -3,7 +3,9 @@
 This is the reference the Spark operators are tested against (same outputs,
 same event_ids), and the hand-written baseline of the benchmarks: one
 ``QueueMonitor`` per queue manager (no shards) and one ``StructureMonitor`` per
-structure, fed records in the order the job uses: (ts, commands first, arrival).
+structure, fed records in the order the job uses: (ts, commands first, arrival), with the job's duplicate
+check ahead of them (``qmon.core.dedup``: the first copy of a record in its slice of ts is kept; within one
+run nothing is forgotten).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from qmon.core.dedup import SliceIds, slice_of
 from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueMonitor
@@ -34,6 +37,7 @@ def run_reference(
     monitors: dict[str, QueueMonitor] = {}
     structures: dict[str, StructureMonitor] = {}
     ssettings = structure_settings or StructureSettings()
+    slices: dict[int, SliceIds] = {}
     out: list[Emit] = []
     for ts, _rank, seq, rec in keyed:
         qmgr = rec["qmgr"]
@@ -49,8 +53,11 @@ def run_reference(
                 continue
             out.extend(mon.on_command(cmd, ts, str(rec.get("command_id") or seq), True))
         else:
+            eid = str(rec.get("event_id") or seq)
+            if slices.setdefault(slice_of(ts), SliceIds()).seen((qmgr, rec["queue"], eid)):
+                continue  # a duplicate
             act = Activity(
-                str(rec.get("event_id") or seq),
+                eid,
                 qmgr,
                 rec["queue"],
                 rec["op"],

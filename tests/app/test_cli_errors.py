@@ -11,12 +11,12 @@ from qmon.streaming.units import CheckpointError
 
 def test_a_checkpoint_qmon_cannot_carry_on_from_stops_run_with_the_reason(monkeypatch, capsys):
     def refuse(*args, **kwargs):
-        raise CheckpointError("/data/ckpt: this checkpoint was written by a qmon before 0.4.0 ...")
+        raise CheckpointError("/data/ckpt: this checkpoint holds qmon state of version 4 ...")
 
     monkeypatch.setattr(job, "run", refuse)
     assert cli.main(["run", "--bootstrap", "localhost:1"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "qmon: checkpoint error: /data/ckpt: this checkpoint was written by a qmon before 0.4.0 ..."
+        "qmon: checkpoint error: /data/ckpt: this checkpoint holds qmon state of version 4 ..."
     )
 
 

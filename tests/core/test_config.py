@@ -73,7 +73,7 @@ queues:
         ("monitor:\n  snapshot_interval: often\n", 2, "monitor.snapshot_interval", "not a duration"),
         ("job:\n  fetch_max_wait: soon\n", 2, "job.fetch_max_wait", "not a duration"),
         ("job:\n  fetch_max_wait: 11 seconds\n", 2, "job.fetch_max_wait", "is more than 10 seconds"),
-        ("monitor:\n  dedup_state: slices\n", 2, "monitor.dedup_state", "'queue' or 'slice'"),
+        ("monitor:\n  perfmev: SOMETIMES\n", 2, "monitor.perfmev", "'ENABLED' or 'DISABLED'"),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):

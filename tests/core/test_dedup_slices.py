@@ -1,12 +1,16 @@
-"""``monitor.dedup_state: slice``: the ids kept by slice of ts (``qmon.core.dedup``), and the step's bulk form
+"""The duplicate check: the ids kept by slice of ts (``qmon.core.dedup``), and the step's bulk form
 (``qmon.streaming.dedup.fresh_rows``) against the per-record rule over random batches."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qmon.core.config import Config
-from qmon.core.dedup import SLICE_MS, Recent, SliceIds, slice_expiry, slice_of
+from qmon.core import topics
+from qmon.core.config import ConfigError, load_config
+from qmon.core.dedup import SLICE_MS, SliceIds, slice_expiry, slice_of
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
 from qmon.streaming.slice_check import fresh_rows
 
 
@@ -29,17 +33,47 @@ def test_a_slice_keeps_the_first_copy_of_a_record():
     assert SliceIds(ids.held).seen(first)  # as restored from the state
 
 
-def test_the_monitors_own_check_is_off_with_a_slice_step():
-    recent = Recent(600_000, 0)
-    holder: dict = {"recent": {}}
-    assert recent.duplicate(holder, "E1", 1) is False and recent.duplicate(holder, "E1", 1) is False
-    assert recent.duplicates(holder, ["E1", "E1"], [1, 1]) == [False, False]
-    assert holder == {"recent": {}}  # nothing remembered, nothing written
-    config = Config()  # slice by default
-    assert config.monitor.dedup_state == "slice"
-    assert config.monitor_settings().dedup_max == 0 and config.structure_settings().dedup_max == 0
-    assert Config.model_validate({"monitor": {"dedup_state": "queue"}}).monitor_settings().dedup_max == 256
-    assert config.monitor_settings("queue").dedup_max == 256  # as a checkpoint started with queue keeps it
+def test_the_rules_see_each_record_once_the_first_copy_in_its_slice():
+    """The pure reference applies the job's check ahead of the rules: a copy in the same slice of ts (a
+    producer's resend carries its original's ts) is dropped for its queue and its structure; the same id on
+    another queue, or in another slice, is another record."""
+    from qmon.core.queues import QueueDefaults
+
+    def act(eid: str, op: str, ts: int, queue: str = "Q1") -> dict:
+        return {"event_id": eid, "qmgr": "QM1", "queue": queue, "op": op, "ts": ts, "depth_after": None}
+
+    settings = MonitorSettings(
+        perfmev="ENABLED", queue_defaults=(QueueDefaults("Q*", {"QSVCIEV": "HIGH", "QSVCINT": 1000}),)
+    )
+
+    def kinds(records: list[dict]) -> list[str]:
+        return [e.record["type"] for e in run_reference(records, settings) if e.topic == topics.PERFORMANCE]
+
+    # two puts would leave a message behind the first get, whose next get is then served in time (OK)
+    assert kinds([act("p", "PUT", 0), act("p2", "PUT", 0), act("g", "GET", 5_000), act("g2", "GET", 5_100)]) == [
+        "QSVCINT_HIGH",
+        "QSVCINT_OK",
+    ]
+    # the resent put is one put: the first get empties the queue
+    assert kinds([act("p", "PUT", 0), act("p", "PUT", 0), act("g", "GET", 5_000), act("g2", "GET", 5_100)]) == [
+        "QSVCINT_HIGH"
+    ]
+    # the same id on another queue, or in another slice of ts, is another record
+    assert kinds([act("p", "PUT", 0), act("p", "PUT", 0, "Q2"), act("g", "GET", 5_000), act("g2", "GET", 5_100)]) == [
+        "QSVCINT_HIGH"
+    ]
+    assert kinds([act("p", "PUT", 0), act("p", "PUT", 10_000), act("g", "GET", 15_000), act("g2", "GET", 15_100)]) == [
+        "QSVCINT_HIGH",
+        "QSVCINT_OK",
+    ]
+
+
+@pytest.mark.parametrize("key", ["dedup_state", "dedup_max"])
+def test_a_removed_setting_is_refused_saying_what_to_do(tmp_path, key):
+    path = tmp_path / "qmon.yaml"
+    path.write_text(f"monitor:\n  perfmev: ENABLED\n  {key}: 1\n")
+    with pytest.raises(ConfigError, match=rf"qmon.yaml: line 3: monitor.{key}: no longer a setting: .*delete the key"):
+        load_config(path)
 
 
 @settings(max_examples=300, deadline=None)

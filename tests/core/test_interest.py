@@ -325,8 +325,12 @@ def test_a_client_already_told_by_another_registration_is_not_told_again_at_regi
 
 
 def _run_sharded(records, buckets: int):
-    """``records`` (replay-format dicts) through ``buckets`` shards routed as the job routes them."""
+    """``records`` (replay-format dicts) through ``buckets`` shards routed as the job routes them, after the
+    job's duplicate check."""
+    from qmon.core.dedup import SliceIds, slice_of
+
     s = Shards(buckets)
+    slices: dict[int, SliceIds] = {}
     keyed = sorted(((r["ts"], 0 if "command" in r else 1, i, r) for i, r in enumerate(records)), key=lambda k: k[:3])
     out = []
     for ts, _rank, _i, r in keyed:
@@ -337,7 +341,7 @@ def _run_sharded(records, buckets: int):
             else:
                 for b, m in enumerate(s.monitors):
                     out += m.on_command(c, ts, r["command_id"], reply=b == 0)
-        else:
+        elif not slices.setdefault(slice_of(ts), SliceIds()).seen((r["qmgr"], r["queue"], r["event_id"])):
             out += s.monitors[s.shard(r["queue"])].on_activity(
                 Activity(
                     r["event_id"], r["qmgr"], r["queue"], r["op"], ts, r.get("depth_after"), None, None, r.get("reason")

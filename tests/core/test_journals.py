@@ -183,31 +183,6 @@ def test_staleness_is_per_journal():
     assert m.on_status(status(attached="AMQA000122", size=5, ts=500)) == []
 
 
-def test_state_keyed_by_library_alone_is_migrated_to_the_journal_of_its_attached_receiver():
-    near_id = "old-near-episode"
-    state = {
-        "QMPAYLIB": {"attached": "AMQB000123", "ts": 1000, "near": near_id, "blocked": None, "exhausted": None},
-        "QMOTHER": {"attached": "AMQA000007", "ts": 1000, "near": None, "blocked": None, "exhausted": None},
-    }
-    m = JournalMonitor("PAYQM", state)
-    assert (
-        set(state) == {"QMPAYLIB/AMQBJRN", "QMOTHER/AMQAJRN"} and state["QMPAYLIB/AMQBJRN"]["near_alert_id"] == near_id
-    )
-    assert m.on_status(status(attached="AMQB000122", ts=900)) == []  # still stale after the migration
-    out = m.on_status(status(attached="AMQB000124", receivers=("AMQB000123", "AMQB000124"), size=5, ts=2000))
-    assert kinds(out) == [("RECEIVER_SWITCHED", "INFO"), ("RECEIVER_NEAR_THRESHOLD", "RESOLVED")]
-    assert out[1][2]["alert_id"] == near_id
-    # instance A of the same library is a journal of its own, fresh
-    assert kinds(m.on_status(status(attached="AMQA000500", receivers=("AMQA000500",), ts=100))) == []
-    assert set(state) == {"QMPAYLIB/AMQBJRN", "QMPAYLIB/AMQAJRN", "QMOTHER/AMQAJRN"}
-
-
-def test_migrated_state_without_a_receiver_goes_to_instance_a():
-    state = {"QMPAYLIB": {"attached": None, "ts": None, "near": None, "blocked": None, "exhausted": None}}
-    JournalMonitor("PAYQM", state)
-    assert set(state) == {"QMPAYLIB/AMQAJRN"}
-
-
 def test_first_free_never_offers_the_name_itself():
     assert first_free("AMQA000123", every_name(but=("AMQA000123",))) is None
 

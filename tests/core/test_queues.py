@@ -3,13 +3,11 @@ milliseconds)."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from qmon.core import topics
 from qmon.core.mqsc import parse_command
-from qmon.core.queues import STATE_VERSION, MonitorSettings, QueueMonitor
+from qmon.core.queues import MonitorSettings, QueueMonitor
 from qmon.core.records import Activity
 
 QM = "QM1"
@@ -203,14 +201,6 @@ def test_failed_operation_changes_no_depth():
     f("PUT", 0)
     assert perf(f("PUT", 100, reason=2053)) == []  # QDPMAXEV disabled; no High from a failed put
     assert f.mon.queues[Q]["depth"] == 1
-
-
-def test_duplicate_event_id_is_ignored():
-    f = Feed(monitor(qsvciev="HIGH", qsvcint=10))
-    f("PUT", 0, event_id="a")
-    f("PUT", 100, event_id="a")
-    assert f.mon.queues[Q]["depth"] == 1
-    assert f.mon.queues[Q]["enq"] == 1
 
 
 def test_event_ids_are_deterministic():
@@ -452,39 +442,7 @@ def test_a_relapse_within_the_hold_keeps_the_episode_and_resolves_later():
     assert [(r["state"], r["ts"]) for r in out] == [("RESOLVED", 33_600)]
 
 
-# ---------------------------------------------------------------- stored state of lower versions
-
-
-def _as_version_1(state: dict) -> dict:
-    """A shard's state of version 1, with that version's field names."""
-    old = copy.deepcopy(state)
-    old["v"] = 1
-    for q in old["queues"].values():
-        q["timer"], q["timer_clock"], q["stall"] = (
-            q.pop("svc_timer_start"),
-            q.pop("svc_timer_clock"),
-            q.pop("stall_alert_id"),
-        )
-    for j in old.get("journals", {}).values():
-        for k in ("near", "blocked", "exhausted"):
-            j[k] = j.pop(f"{k}_alert_id")
-    return old
-
-
-def test_version_1_state_loads_with_its_running_service_timer_and_firing_stall():
-    mon = monitor(qsvciev="HIGH", qsvcint=10_000)
-    Feed(mon)("PUT", 0, clock=0)
-    [fire] = [e.record for e in mon.on_clock(10_001)]
-    old = _as_version_1(mon.state)
-    assert old["queues"][Q]["timer"] == 0 and old["queues"][Q]["stall"] == fire["alert_id"]
-
-    again = QueueMonitor(QM, MonitorSettings(perfmev="ENABLED"), old)
-    assert again.state["v"] == STATE_VERSION
-    assert again.queues[Q]["svc_timer_start"] == 0 and again.queues[Q]["stall_alert_id"] == fire["alert_id"]
-    records = Feed(again)("GET", 60_000, event_id="after-upgrade")
-    assert [r["type"] for r in perf(records)] == ["QSVCINT_HIGH"]  # the timer kept running across the upgrade
-    [resolved] = [e.record for e in again.on_clock(90_000)]
-    assert (resolved["state"], resolved["alert_id"]) == ("RESOLVED", fire["alert_id"])  # the same episode
+# ---------------------------------------------------------------- stored state of another version
 
 
 def test_a_newer_state_version_is_refused_not_misread():

@@ -1,4 +1,4 @@
-"""The fast path that applies records without the rules' checks (``on_new_activities``,
+"""The fast path that applies records without the rules' checks (``on_activities``,
 ``_apply_run_raising_nothing``) of a structure and of a queue shard gives exactly the outputs and state of
 ``on_activity`` applied record by record.
 
@@ -56,15 +56,15 @@ def _records(rng: random.Random, name: str, n: int) -> list[Any]:
 
 
 class _Rules:
-    """Counts the records a monitor's ``on_new_activities`` gives to the rules (``on_activity``)."""
+    """Counts the records a monitor's ``on_activities`` gives to the rules (``on_activity``)."""
 
     def __init__(self, mon: Any) -> None:
         self.calls, self.one = 0, mon.on_activity
         mon.on_activity = self
 
-    def __call__(self, rec: Any, screened: bool = False) -> Any:
+    def __call__(self, rec: Any) -> Any:
         self.calls += 1
-        return self.one(rec, screened)
+        return self.one(rec)
 
 
 def _decoded(blob: bytes | None) -> Any:
@@ -101,15 +101,14 @@ def _run(
         batch = recs[lo:hi]
         if batched:
             rules = _Rules(mon)
-            for _, emits in mon.on_new_activities(batch):
+            for _, emits in mon.on_activities(batch):
                 out.extend(e.record for e in emits)
             calls += rules.calls
         else:
             for rec in batch:
-                out.extend(e.record for e in mon.on_activity(rec, screened=True))
+                out.extend(e.record for e in mon.on_activity(rec))
                 calls += 1
         out.extend(e.record for e in mon.snapshot(batch[-1].ts if batch else 0))
-        mon.pack()
         blob = stored.dumps(mon.state)
     state = _decoded(blob)
     return out, state, calls
@@ -124,9 +123,7 @@ def _run(
     runs=st.sampled_from([2, 3, data_elements.FIFO_MAX_RUNS]),
     restarts=st.lists(st.booleans(), max_size=4),
 )
-def test_on_new_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(
-    seed, name, n, cuts, runs, restarts
-):
+def test_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, name, n, cuts, runs, restarts):
     """``runs``: FIFO runs kept per queue (few: runs merge, and their gets free averages); ``restarts``:
     batches run with other thresholds than the state was built with."""
     recs = _records(random.Random(seed), name, n)
@@ -160,7 +157,7 @@ def test_a_put_that_would_reach_ovflwmax_goes_to_the_rules():
     mon = StructureMonitor("MSGQ1", SETTINGS)
     assert mon._apply_run_raising_nothing(recs, 0) == 27  # 27 puts leave usage at 27/40 = 67.5 %
     assert mon.state["used"] == 27 and mon.state["queues"]["1PAYROLL"]["fifo"] == [[27, 27, 0]]
-    [(rec, emits)] = mon.on_new_activities(recs[27:])
+    [(rec, emits)] = mon.on_activities(recs[27:])
     assert rec.event_id == "p27" and [e.record["type"] for e in emits] == ["STRUCTURE_ALTERED"]
     assert mon.state["size_kb"] > 20 and mon.state["used"] == 30
 
@@ -187,7 +184,7 @@ def test_a_get_freeing_more_than_a_queue_holds_is_clamped_as_the_rules_do():
 
     rules, quiet = state(), state()
     for rec in gets:
-        assert rules.on_activity(rec, screened=True) == []
+        assert rules.on_activity(rec) == []
     assert quiet._apply_run_raising_nothing(gets, 0) == len(gets)
     assert quiet.state == rules.state
     assert rules.state["queues"]["2ORDERS"]["msgs"] == 3  # its parts freed nothing
@@ -225,7 +222,7 @@ def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
 
 def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> tuple[list[Any], Any, int]:
     """A shard over the batches, stored and loaded between them.  A batch of activity only goes, when
-    ``batched``, to ``screen`` and ``on_new_activities`` (as the operator does); any other batch record by record."""
+    ``batched``, to ``on_activities`` (as the operator does); any other batch record by record."""
     out: list[Any] = []
     blob, calls = None, 0
     for batch in batches:
@@ -235,8 +232,7 @@ def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> 
         ]
         if batched and not any("command" in r for r in batch):
             rules = _Rules(mon)
-            new = [rec for rec, dup in zip(recs, mon.screen(recs), strict=True) if not dup]
-            for _, emits in mon.on_new_activities(new):
+            for _, emits in mon.on_activities(recs):
                 out.extend(e.record for e in emits)
             calls += rules.calls
         else:
@@ -271,7 +267,7 @@ def _cut(records: list[dict[str, Any]], rng: random.Random) -> list[list[dict[st
 
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300))
-def test_a_queue_shards_on_new_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
+def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
     rng = random.Random(seed)
     batches = _cut(_queue_records(rng, n), rng)
     rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
@@ -300,9 +296,9 @@ def test_a_state_without_clear_goes_to_the_rules_which_add_it():
     rules, quiet = StructureMonitor("MSGQ1", SETTINGS), StructureMonitor("MSGQ1", SETTINGS)
     del rules.state["clear"], quiet.state["clear"]
     for rec in put:
-        rules.on_activity(rec, screened=True)
+        rules.on_activity(rec)
     assert quiet._apply_run_raising_nothing(put, 0) == 0
-    assert _Rules(quiet) and quiet.on_new_activities(put) == []
+    assert _Rules(quiet) and quiet.on_activities(put) == []
     assert quiet.state == rules.state and quiet.state["clear"] == {}
 
 
@@ -316,14 +312,14 @@ def test_above_still_set_after_a_restart_with_a_higher_ovflwmax_goes_to_the_rule
     ]
     mon = StructureMonitor("RSRC1", SETTINGS)
     for rec in puts:
-        mon.on_activity(rec, screened=True)
+        mon.on_activity(rec)
     assert mon.state["above"] and mon.state["mode_alert_id"] is None and mon.state["near_alert_id"] is None
     blob = stored.dumps(mon.state)
     get = [activity({"event_id": "g", "qmgr": "IMSA", "queue": "1PAYROLL", "op": "GET", "ts": 100}, 100)]
     rules = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
     quiet = StructureMonitor("RSRC1", RAISED, stored.loads(blob), stored.load_queue)
-    rules.on_activity(get[0], screened=True)
+    rules.on_activity(get[0])
     assert quiet._apply_run_raising_nothing(get, 0) == 0
-    quiet.on_new_activities(get)
+    quiet.on_activities(get)
     assert not rules.state["above"]
     assert _decoded(stored.dumps(quiet.state)) == _decoded(stored.dumps(rules.state))

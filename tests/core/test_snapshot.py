@@ -78,7 +78,6 @@ def test_a_structure_publishes_its_usage_and_overflow():
     assert (r["size_kb"], r["capacity_elements"], r["used_elements"]) == (10, 20, 3)
     assert (r["overflow_structure"], r["overflow_size_kb"], r["overflow_capacity_elements"]) == ("OVFQ1", 20, 40)
     assert (r["overflow_used_elements"], r["overflow_mode"], r["queues_in_overflow"]) == (0, False, 0)
-    mon.pack()
     state = dict(mon.state)
     state["queues"] = Lazy(dict(mon.state["queues"].items()), lambda q: q)
     mon = StructureMonitor("MSGQ1", mon.settings, state)  # the next batch, no queue used

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 
 import pytest
@@ -10,7 +9,6 @@ import pytest
 from qmon.core import topics
 from qmon.core.records import Activity
 from qmon.core.structures import (
-    STATE_VERSION,
     ExitRule,
     OverflowExit,
     StructureDef,
@@ -91,13 +89,6 @@ def test_failed_operations_and_start_change_nothing():
     put(m, "1TRAN", 512, reason=2053)
     m.on_activity(Activity("s1", "IMSA", "1TRAN", "START", 1000, msg_bytes=None))
     assert m.state["used"] == 0
-
-
-def test_duplicate_event_ids_are_ignored():
-    m = mon(size=100)
-    m.on_activity(Activity("dup", "IMSA", "1TRAN", "PUT", 1000, msg_bytes=512))
-    m.on_activity(Activity("dup", "IMSA", "1TRAN", "PUT", 1000, msg_bytes=512))
-    assert m.state["used"] == 1
 
 
 # ---------------------------------------------------------------- alter
@@ -426,21 +417,6 @@ def test_a_get_for_a_message_qmon_never_saw_put_frees_nothing():
     assert get(m, "1TRAN", 512) == [] and m.state["used"] == 0  # more gets than puts: nothing below zero
 
 
-def test_a_state_without_the_fifo_loads_and_frees_the_average():
-    m = mon(size=100)
-    put(m, "1TRAN", 512)
-    put(m, "1TRAN", 2048)
-    state = m.state
-    for q in state["queues"].values():
-        del q["fifo"]
-    state["v"] = 1
-    state.pop("above", None)
-    m2 = StructureMonitor("MSGQ1", m.settings, state)
-    get(m2, "1TRAN", None)
-    get(m2, "1TRAN", None)
-    assert m2.state["used"] == 0 and m2.state["v"] == STATE_VERSION
-
-
 # ---------------------------------------------------------------- the overflow structure has a size
 
 
@@ -585,22 +561,6 @@ def test_a_rejected_put_restarts_the_full_hold():
     assert [(e.record["type"], e.record["ts"]) for e in out] == [("STRUCTURE_FULL_RELIEVED", 23_000)]
 
 
-def test_version_1_state_frees_long_messages_staging_parts_after_migration():
-    """State version 1 has no link from a ready queue to its staging parts."""
-    m = mon(size=100, lgmsgsz=1024)
-    put(m, "1A", 1024 + 2000)  # 2 on 1A, 4 on 2A
-    put(m, "1A", 1024 + 2000)
-    state = m.state
-    for q in state["queues"].values():
-        del q["fifo"]
-    state["v"] = 1
-    del state["above"], state["clear"]
-    m2 = StructureMonitor("MSGQ1", m.settings, state)
-    get(m2, "1A", None)
-    get(m2, "1A", None)
-    assert m2.state["used"] == 0
-
-
 def test_leaving_overflow_mode_rearms_selection():
     """An overflow structure too small for the only candidate: nothing moves, the scan ends overflow mode,
     and the next put at or above OVFLWMAX selects again (a queue that now fits moves)."""
@@ -620,25 +580,6 @@ def test_a_full_episode_from_a_message_larger_than_the_free_space_resolves_on_a_
     assert types(out) == [("STRUCTURE_FULL", "FIRING")]
     assert m.next_scan_clock() == 31_000
     assert types(m.on_clock(31_000)) == [("STRUCTURE_FULL_RELIEVED", "RESOLVED")]
-
-
-def test_version_2_state_loads_and_its_firing_episode_resolves_with_the_same_alert_id():
-    """State version 2 keeps the firing alerts' ids in ``mode``, ``full``, ``near``, ``ovf_full``."""
-    m = mon(size=10, ovflwmax=100, fullthreshold=100, resource=True)
-    fill(m, "1TRAN", 20)
-    [full] = fill(m, "1TRAN", 1)
-    old = copy.deepcopy(m.state)
-    old["v"] = 2
-    for key in ("mode", "full", "near", "ovf_full"):
-        old[key] = old.pop(f"{key}_alert_id")
-    assert old["full"] == full.record["alert_id"]
-
-    m2 = StructureMonitor("MSGQ1", m.settings, old)
-    assert m2.state["v"] == STATE_VERSION and m2.state["full_alert_id"] == full.record["alert_id"]
-    get(m2, "1TRAN")
-    out = get(m2, "1TRAN")
-    assert types(out)[0] == ("STRUCTURE_FULL_RELIEVED", "RESOLVED")
-    assert out[0].record["alert_id"] == full.record["alert_id"]
 
 
 def test_a_newer_structure_state_version_is_refused():

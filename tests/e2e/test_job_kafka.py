@@ -290,16 +290,13 @@ def _payroll_of_two(
     return config
 
 
-@pytest.mark.parametrize("dedup_state", ["queue", "slice"])
-def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path, dedup_state):
-    """Duplicate suppression through the real path, across micro-batches (the remembered event ids
-    are stored, packed, in the state): a redelivered PUT counts neither on its queue's depth nor on
-    its structure's usage; the next new PUT is the one that reaches both thresholds.  The first batch's two
-    new ids of one queue are remembered in bulk (``screen``), the second batch's two copies of one of them
-    are found one by one.  With ``monitor.dedup_state: slice`` the ids are held by the step ahead of the
-    monitor (``streaming.dedup``), one verdict for the record's queue and its structure."""
+def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_bootstrap, prefix, tmp_path):
+    """Duplicate suppression through the real path, across micro-batches (the remembered event ids are
+    stored in the state of the step ahead of the monitor, ``streaming.dedup``: one verdict for the record's
+    queue and its structure): a redelivered PUT counts neither on its queue's depth nor on its structure's
+    usage; the next new PUT is the one that reaches both thresholds."""
     # (200 data elements; a 51,200-byte put is half)
-    config = _payroll_of_two(kafka_bootstrap, prefix, {"dedup_state": dedup_state}, [{"strname": "MSGQ1", "size": 100}])
+    config = _payroll_of_two(kafka_bootstrap, prefix, {}, [{"strname": "MSGQ1", "size": 100}])
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     second = activity(2, "PUT", 3_000, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200)
     failed = activity(9, "PUT", 500, queue="1PAYROLL", qmgr="IMSA", structure="MSGQ1", msg_bytes=51_200, reason=2053)
@@ -316,12 +313,12 @@ def test_a_record_redelivered_in_a_later_batch_changes_nothing(spark, kafka_boot
 
 
 def test_a_slice_s_ids_are_forgotten_a_window_after_they_arrived(spark, kafka_bootstrap, prefix, tmp_path):
-    """``monitor.dedup_state: slice``: the step's event-time timer forgets a slice's ids ``dedup_window``
+    """The duplicate check's event-time timer forgets a slice's ids ``dedup_window``
     after they arrived (the records' ts are years old: a backlog), so its state does not grow for ever.  A
     copy of a PUT sent after that counts again: the queue reaches MAXDEPTH(2) with it."""
     import time
 
-    config = _payroll_of_two(kafka_bootstrap, prefix, {"dedup_state": "slice", "dedup_window": "2 seconds"})
+    config = _payroll_of_two(kafka_bootstrap, prefix, {"dedup_window": "2 seconds"})
     first = activity(1, "PUT", 1_000, queue="1PAYROLL", qmgr="IMSA")
     other = activity(2, "GET", 2_000, queue="1OTHER", qmgr="IMSA")
     ckpt = str(tmp_path / "ckpt")
@@ -593,9 +590,10 @@ def test_two_queue_managers_shards_share_groups_each_under_its_own_rules_through
     assert sum(r["ok"] for t, r in out if t == topics.REPLIES) == 2 * (1 + len(queues))
 
 
-def test_a_checkpoint_from_before_the_groups_is_refused_and_nothing_is_read(spark, kafka_bootstrap, prefix, tmp_path):
-    """A checkpoint whose query ran before the shards were grouped (its placement file has no groups) holds its
-    state under keys this qmon never reads: run refuses it before reading anything, and writes nothing."""
+def test_a_checkpoint_of_another_state_version_is_refused_and_nothing_is_read(spark, kafka_bootstrap, prefix, tmp_path):
+    """A checkpoint whose query ran under another state version (its placement file records none: version 4
+    or earlier) holds state this qmon does not read: run refuses it before reading anything, and writes
+    nothing."""
     import json
 
     from qmon.streaming.units import FILE, CheckpointError
@@ -607,7 +605,7 @@ def test_a_checkpoint_from_before_the_groups_is_refused_and_nothing_is_read(spar
     (ckpt / "offsets").mkdir(parents=True)
     (ckpt / "offsets" / "0").write_text("v1\n{}\n")
     (ckpt / FILE).write_text(json.dumps({"partitions": 2, "structures": {}}))
-    with pytest.raises(CheckpointError, match="before 0.4.0"):
+    with pytest.raises(CheckpointError, match="state of version 4 or earlier"):
         run(config, kafka_bootstrap, str(ckpt), available_now=True, spark=spark)
     assert outputs(kafka_bootstrap, prefix) == []
     assert sorted(p.name for p in ckpt.iterdir()) == sorted([FILE, "offsets"])  # untouched

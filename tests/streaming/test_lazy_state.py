@@ -134,7 +134,6 @@ def _run_structures(records: list[dict[str, Any]], cuts: list[int], lazy: bool) 
             due = mon.next_scan_clock()
             if due is not None and due <= watermark:
                 emitted.extend(e.record for e in mon.on_clock(watermark))
-            mon.pack()
             if lazy:
                 blobs[name] = stored.dumps(mon.state)
     return emitted

@@ -211,10 +211,9 @@ def test_batches_with_nullable_integer_columns_join_as_pandas_would():
     pd.testing.assert_frame_equal(ordered, pd.concat([a, b], ignore_index=True))
 
 
-def test_puts_and_gets_deduplicated_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):
-    """A batch of puts and gets only has its duplicates found in bulk, ``SCREEN_CHUNK`` records at a time:
-    chunks of 3 (redeliveries across chunks and within one) give the outputs and state of one chunk, and
-    the redelivered puts count nowhere."""
+def test_puts_and_gets_applied_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):
+    """A batch of puts and gets only is applied ``CHUNK`` records at a time: chunks of 3 give the outputs
+    and state of one chunk."""
     from qmon.core.queues import QueueDefaults
     from qmon.streaming import operators
 
@@ -229,12 +228,10 @@ def test_puts_and_gets_deduplicated_a_chunk_at_a_time_give_the_outputs_of_one_ch
         for queue in ("A", "B"):
             seq += 1
             rows.append(put(100 * i, queue, seq))
-            if i % 4 == 3:  # the same put again, once at once and once two records later
-                rows.append(row("A", 100 * i, seq=seq + 1000, event_id=f"a{seq}", queue=queue, op="PUT", msg_bytes=100))
     rows.append(row("A", 2_000, seq=5000, event_id="g", queue="A", op="GET"))
     runs = []
-    for chunk in (3, operators.SCREEN_CHUNK):
-        monkeypatch.setattr(operators, "SCREEN_CHUNK", chunk)
+    for chunk in (3, operators.CHUNK):
+        monkeypatch.setattr(operators, "CHUNK", chunk)
         groups = Groups(settings=settings)
         runs.append((decoded(groups.rows(KEY, frame(*rows))), groups.shard()))
     assert runs[0] == runs[1]

@@ -140,8 +140,7 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
         records.extend(random_stream(rng, f"QM{i:02d}", n=rng.randint(10, 80)))
     rng.shuffle(records)  # arrival order across queue managers is arbitrary ...
     records.sort(key=lambda r: r["qmgr"])  # ... but each queue manager's own order is kept
-    # (the monitor's own duplicate check, the pure module's: test_replay_dedup_slices.py has the step's)
-    config = Config.model_validate({"job": {"queue_buckets": 3}, "monitor": {"dedup_state": "queue"}})
+    config = Config.model_validate({"job": {"queue_buckets": 3}})
     out = replay_factory(records, config)
     got = sorted(
         json.dumps({k: v for k, v in r.items()}, sort_keys=True)

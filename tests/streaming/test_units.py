@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from qmon.core.state_version import STATE_VERSION
 from qmon.streaming.units import FILE, CheckpointError, placement
 
 pytestmark = pytest.mark.spark
@@ -38,7 +39,7 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
         "structures": first.structures,
         "queue_units": first.queue_units,
         "queue_buckets": 8,
-        "dedup_state": "queue",
+        "state_version": STATE_VERSION,
     }
     # a restart with another shuffle setting, other unit and shard counts and one more structure: the
     # checkpoint's placement (and partition count, which Spark keeps for the checkpoint) win; the newcomer
@@ -52,11 +53,10 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     assert len(placement(spark, str(tmp_path / "other"), [], None, 8).queue_units) == 2
 
 
-def test_a_checkpoint_keyed_by_shard_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
-    """A checkpoint that keeps each queue manager's shard under a key of its own: its state cannot be found
-    under the groups' keys, so carrying on would start every queue from nothing, silently.  A placement file
-    without the groups and a query that has run (an offsets log) is such a checkpoint; one that never ran is
-    not."""
+def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
+    """A checkpoint whose query has run (an offsets log) under another state version (none recorded: version
+    4 or earlier) holds state this qmon does not read: carrying on would misread it or start every queue from
+    nothing, silently.  One that never ran is carried on."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}}))
@@ -66,8 +66,13 @@ def test_a_checkpoint_keyed_by_shard_is_refused_with_what_to_do(spark, tmp_path,
     (ckpt / "offsets").mkdir()
     (ckpt / "offsets" / "0").write_text("v1\n{}\n")
     with pytest.raises(
-        CheckpointError, match=r"ckpt: this checkpoint was written by a qmon before 0\.4\.0.*new checkpoint"
+        CheckpointError,
+        match=r"ckpt: this checkpoint holds qmon state of version 4 or earlier \(none recorded\); this qmon reads "
+        rf"state version {STATE_VERSION} only. Start the job with a new checkpoint directory",
     ):
+        placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
+    (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}, "state_version": 99}))
+    with pytest.raises(CheckpointError, match=r"holds qmon state of version 99; "):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
 
 
@@ -90,23 +95,3 @@ def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
     assert len(got) == len(keys)
     for r in got:
         assert (spark_hash((r.u, r.n, r.b)), py_partition((r.u, r.n, r.b), 7)) == (r.h, r.p), (r.u, r.n, r.b)
-
-
-def test_a_checkpoint_keeps_where_its_remembered_ids_live(spark, tmp_path, shuffle_restored, caplog):
-    """``monitor.dedup_state`` decides the query's stateful operators (``slice`` adds one ahead of the
-    monitor), which Spark fixes for a checkpoint: a new checkpoint takes the configured one and keeps it; a
-    checkpoint that has run without the setting recorded ran with ``queue``."""
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
-    ckpt = str(tmp_path / "ckpt")
-    assert placement(spark, ckpt, [], 2, 8, "slice").dedup_state == "slice"
-    with caplog.at_level("WARNING", logger="qmon.streaming.units"):
-        assert placement(spark, ckpt, [], 2, 8, "queue").dedup_state == "slice"
-    assert "monitor.dedup_state is queue but checkpoint" in caplog.text and "was started with slice" in caplog.text
-    old = tmp_path / "old"
-    old.mkdir()
-    doc = {"partitions": 2, "structures": {}, "queue_units": [0, 1], "queue_buckets": 8}
-    (old / FILE).write_text(json.dumps(doc))
-    (old / "offsets").mkdir()
-    (old / "offsets" / "0").write_text("v1\n{}\n")
-    assert placement(spark, str(old), [], 2, 8, "slice").dedup_state == "queue"
-    assert json.loads((old / FILE).read_text())["dedup_state"] == "queue"

@@ -38,7 +38,7 @@ survives code changes that do not change its shape.
 from qmon.core.queues.base import REASON_NAMES
 from qmon.core.queues.monitor import QueueMonitor, command_reply
 from qmon.core.queues.settings import MQ_DEFAULTS, MonitorSettings, QueueDefaults
-from qmon.core.queues.state import STATE_VERSION, QueueState, ShardState, migrate
+from qmon.core.queues.state import STATE_VERSION, QueueState, ShardState
 
 __all__ = [
     "MQ_DEFAULTS",
@@ -50,5 +50,4 @@ __all__ = [
     "QueueState",
     "ShardState",
     "command_reply",
-    "migrate",
 ]

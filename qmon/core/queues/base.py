@@ -8,13 +8,12 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from qmon.core import topics
-from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
 from qmon.core.interest import Registry, work_available
 from qmon.core.journals import JournalMonitor, JournalStatus
 from qmon.core.lazy import Lazy, live
 from qmon.core.queues.settings import MonitorSettings
-from qmon.core.queues.state import STATE_VERSION, QueueState, migrate
+from qmon.core.queues.state import STATE_VERSION, QueueState, StateVersionError
 from qmon.core.reasons import (
     MQRC_Q_DEPTH_HIGH,
     MQRC_Q_DEPTH_LOW,
@@ -22,7 +21,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Activity, Emit
+from qmon.core.records import Emit
 
 logger = logging.getLogger(__name__)
 
@@ -52,16 +51,12 @@ class ShardBase:
         if state is None:
             state = {"v": STATE_VERSION, "perfmev": None, "queues": {}, "index": {}}
         elif state.get("v") != STATE_VERSION:
-            state = migrate(state)  # type: ignore[assignment]
+            raise StateVersionError(f"queue manager {qmgr}", state.get("v"))
         if decode is not None:
             state["queues"] = Lazy(state["queues"], decode)
         self.state: dict[str, Any] = state
         self.queues: MutableMapping[str, QueueState] = state["queues"]
-        self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
-        if "index" not in state:  # a shard of version 1 or 2 has no index: every queue, once
-            state["index"] = {}
-            self._touch_all()
-        self.index: dict[str, list[Any]] = state["index"]
+        self.index: dict[str, list[Any]] = state.setdefault("index", {})
 
     @property
     def interest(self) -> Registry:
@@ -97,7 +92,6 @@ class ShardBase:
                 enq=0,
                 deq=0,
                 last_ts=ts,
-                recent={},
                 stall_alert_id=None,
                 stall_ok=None,
             )
@@ -136,13 +130,8 @@ class ShardBase:
         q["enq"] = 0
         q["deq"] = 0
 
-    def _duplicate(self, q: QueueState, rec: Activity) -> bool:
-        return self.recent.duplicate(q, rec.event_id, rec.ts)
-
     def pack(self) -> None:
-        """Make the state compact to store: the remembered event ids of the queues used, packed, and their
-        index entries brought up to date."""
-        self.recent.pack()
+        """Make the state ready to store: the index entries of the queues used brought up to date."""
         for name, q in live(self.queues).items():
             self.index[name] = [q["last_ts"], self._due(q), self.forgettable(name, q)]
 

@@ -14,16 +14,9 @@ from qmon.core.records import Activity, Emit
 class ServiceInterval(ShardBase):
     """How a shard applies puts, gets and STARTs."""
 
-    def screen(self, recs: list[Activity]) -> list[bool]:
-        """Which of ``recs`` are duplicates: what ``on_activity`` would find applying them in turn with nothing
-        else in between (no command, journal or expiry), found for each queue's records at once
-        (``qmon.core.dedup``).  The records that are not are then given to ``on_activity(rec, screened=True)``,
-        which does not look again; each queue used is created as its first record would create it."""
-        return self.recent.screen(recs, lambda rec: self._queue(rec.queue, rec.ts), lambda rec: rec.event_id)
-
-    def on_new_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
-        """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
-        exactly its outputs and state.  Returns (record, its outputs) for the records that had any.
+    def on_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+        """``on_activity(rec)`` for each of ``recs`` in turn: exactly its outputs and state.  Returns (record,
+        its outputs) for the records that had any.
 
         The common case without the rules' checks: a put or get to a queue qmon knows, with no stall alert
         firing, that starts no stall, raises no service interval or depth event and (with interest
@@ -83,15 +76,13 @@ class ServiceInterval(ShardBase):
                     if q["reset_ts"] is None:
                         q["reset_ts"] = ts
                     continue
-            if emits := on_activity(rec, screened=True):
+            if emits := on_activity(rec):
                 out.append((rec, emits))
         return out
 
-    def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
-        """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
+    def on_activity(self, rec: Activity) -> list[Emit]:
+        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``)."""
         q = self._queue(rec.queue, rec.ts)
-        if not screened and self._duplicate(q, rec):
-            return []
         if rec.ts > q["last_ts"]:
             q["last_ts"] = rec.ts
         if q["reset_ts"] is None:

@@ -37,8 +37,6 @@ class MonitorSettings:
 
     perfmev: str = "DISABLED"
     queue_defaults: tuple[QueueDefaults, ...] = ()
-    dedup_window_ms: int = 10 * 60 * 1000
-    dedup_max: int = 256
     journal_near_pct: int = 90
     stall_clear_hold_ms: int = 30_000  # a stall resolves once the queue has been served in time this long
     snapshot_interval_ms: int = 0  # at most one snapshot per shard this often (arrival clock); 0: none

@@ -67,7 +67,7 @@ from qmon.core.structures.definitions import StructureDef, StructureSettings
 from qmon.core.structures.monitor import StructureMonitor
 from qmon.core.structures.overflow import MAX_APPROVED
 from qmon.core.structures.overflow_exit import ExitRule, OverflowExit
-from qmon.core.structures.state import STATE_VERSION, StructureQueueState, StructureState, migrate
+from qmon.core.structures.state import STATE_VERSION, StructureQueueState, StructureState
 
 __all__ = [
     "ELEMENT_BYTES",
@@ -86,7 +86,6 @@ __all__ = [
     "StructureState",
     "at_or_above",
     "elements",
-    "migrate",
     "queue_type",
     "staging_queue",
 ]

@@ -7,13 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from qmon.core import topics
-from qmon.core.dedup import Recent
 from qmon.core.ids import event_id
 from qmon.core.lazy import Lazy
 from qmon.core.records import Activity, Emit, SubjectKind, alert
 from qmon.core.structures.data_elements import usage_pct
 from qmon.core.structures.definitions import StructureSettings
-from qmon.core.structures.state import STATE_VERSION, StructureQueueState, migrate
+from qmon.core.structures.state import STATE_VERSION, StateVersionError, StructureQueueState
 
 
 class StructureBase:
@@ -46,18 +45,16 @@ class StructureBase:
                 "next_scan": None,
                 "last_ts": None,
                 "last_clock": None,
-                "recent": {},
                 "rejected": 0,
                 "unknown": False,
                 "above": False,
                 "clear": {},
             }
-        elif state.get("v", 1) != STATE_VERSION:
-            state = migrate(state)  # type: ignore[assignment]
+        elif state.get("v") != STATE_VERSION:
+            raise StateVersionError(f"structure {strname}", state.get("v"))
         if decode is not None:
             state["queues"] = Lazy(state["queues"], decode)
         self.state = state
-        self.recent = Recent(settings.dedup_window_ms, settings.dedup_max)
 
     @property
     def capacity(self) -> int:

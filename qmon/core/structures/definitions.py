@@ -35,8 +35,6 @@ class StructureDef:
 class StructureSettings:
     structures: tuple[StructureDef, ...] = ()
     overflow_exit: OverflowExit = field(default_factory=OverflowExit)
-    dedup_window_ms: int = 10 * 60 * 1000
-    dedup_max: int = 256  # per queue, as the queue monitor
     snapshot_interval_ms: int = 0  # at most one snapshot per structure this often (arrival clock); 0: none
 
     def get(self, strname: str) -> StructureDef | None:

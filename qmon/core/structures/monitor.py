@@ -14,36 +14,13 @@ from qmon.core.structures.full import FullMonitoring
 from qmon.core.structures.overflow import AlterAndOverflow
 
 
-def _dedup_key(rec: Activity) -> str:
-    """What a structure remembers of a record for duplicate suppression: its event_id within its queue manager."""
-    return rec.event_id if rec.qmgr is None else f"{rec.qmgr}\x1f{rec.event_id}"
-
-
 class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
     """The state and rules of one primary structure (and its overflow structure)."""
 
-    def _duplicate(self, rec: Activity) -> bool:
-        """A repeated event_id for the same queue, within the dedup window and count (as the queue monitor)."""
-        return self.recent.duplicate(self._q(rec.queue), _dedup_key(rec), rec.ts)
-
-    def pack(self) -> None:
-        """Make the state compact to store (the remembered event ids of the queues touched)."""
-        self.recent.pack()
-
-    def screen(self, recs: list[Activity]) -> list[bool]:
-        """Which of ``recs`` are duplicates, as ``on_activity`` would find them applying them in turn, found
-        for each queue's records at once (``qmon.core.dedup``); then ``on_activity(rec, screened=True)`` for
-        the others.  (Nothing in the rules forgets a queue's ids between two records.)"""
-        if self.definition is None:
-            return [False] * len(recs)  # a structure not configured remembers no ids (``on_activity``)
-        return self.recent.screen(recs, lambda rec: self._q(rec.queue), _dedup_key)
-
-    def on_activity(self, rec: Activity, screened: bool = False) -> list[Emit]:
-        """One put, get or START; ``screened``: ``screen`` has found it is not a duplicate (and remembered it)."""
+    def on_activity(self, rec: Activity) -> list[Emit]:
+        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``)."""
         if self.definition is None:
             return self._unknown(rec)
-        if not screened and self._duplicate(rec):
-            return []
         out = self._catch_up(rec.ts)
         st = self.state
         if st["last_ts"] is None or rec.ts >= st["last_ts"]:
@@ -56,9 +33,8 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             out.extend(self._get(rec))
         return out
 
-    def on_new_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
-        """``on_activity(rec, screened=True)`` for each of ``recs`` in turn (records ``screen`` found new):
-        exactly its outputs and state, with the records that can raise nothing applied by
+    def on_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
+        """``on_activity(rec)`` for each of ``recs`` in turn: exactly its outputs and state, with the records that can raise nothing applied by
         ``_apply_run_raising_nothing``.  Returns (record, its outputs) for the records that had any."""
         out: list[tuple[Activity, list[Emit]]] = []
         i, n = 0, len(recs)
@@ -66,7 +42,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             j = self._apply_run_raising_nothing(recs, i)
             if j < n:  # a record that may raise something (or a state with something firing): the rules
                 rec = recs[j]
-                if emits := self.on_activity(rec, screened=True):
+                if emits := self.on_activity(rec):
                     out.append((rec, emits))
                 j += 1
             i = j
@@ -77,7 +53,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
         moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else).  Applies
         ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
-        Exactly what ``on_activity(rec, screened=True)`` does to such a record (property test:
+        Exactly what ``on_activity(rec)`` does to such a record (property test:
         ``tests/core/test_run_raising_nothing.py``)."""
         d, st = self.definition, self.state
         if (

@@ -1,0 +1,20 @@
+"""The version of the state qmon keeps in a checkpoint: every queue-manager shard, structure and unit value
+carries it, and so does the checkpoint's ``qmon-placement.json``.  A qmon reads state of its own version
+only; a checkpoint of another version is refused when the job starts, naming the version found (upgrading
+means starting a new checkpoint: ``CHANGELOG.md``).  Pure."""
+
+from __future__ import annotations
+
+#: 5: duplicate event ids are remembered by the step ahead of the monitor only (no ``recent`` in a queue)
+STATE_VERSION = 5
+
+
+class StateVersionError(ValueError):
+    """State written by a qmon of another state version."""
+
+    def __init__(self, what: str, found: object, expected: int = STATE_VERSION):
+        self.found = found
+        super().__init__(
+            f"{what} state of version {found!r}; this qmon reads state version {expected} only: "
+            "start the job with a new checkpoint directory (see CHANGELOG.md, upgrading)"
+        )

@@ -19,14 +19,12 @@ version is refused before anything is read (``CheckpointError``), naming the ver
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from qmon.core.placement import place, spread
-from qmon.core.sparkhash import partition
 from qmon.core.state_version import STATE_VERSION
 
 logger = logging.getLogger(__name__)
@@ -78,6 +76,17 @@ def _write(spark: Any, checkpoint: str, doc: dict[str, Any]) -> None:
         out.close()
 
 
+def spark_partitions(spark: Any, keys: list[tuple[str, str, int]], partitions: int) -> dict[tuple[str, str, int], int]:
+    """The shuffle partition Spark puts each operator key ``(unit, unit_name, bucket)`` on: its hash partitioning,
+    ``pmod(hash(key), partitions)`` (Murmur3, the key's columns with the types ``rows.ROUTED`` gives them),
+    asked of Spark itself in one small query."""
+    if not keys:
+        return {}
+    frame = spark.createDataFrame(keys, "u string, n string, b int")
+    rows = frame.selectExpr("u", "n", "b", f"pmod(hash(u, n, b), {int(partitions)}) AS p").collect()
+    return {(r.u, r.n, r.b): r.p for r in rows}
+
+
 def placement(
     spark: Any,
     checkpoint: str,
@@ -102,10 +111,16 @@ def placement(
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}
     tries = 16 * partitions + 64
-    # Spark's shuffle partition of each key, computed as Spark does (``qmon.core.sparkhash``), once a key
-    partition_of = functools.cache(lambda unit, name, bucket: partition((unit, name, bucket), partitions))
-    buckets = place(existing, names, partitions, lambda n, b: partition_of(Unit.STRUCTURE, n, b), tries=tries)
     units = [int(b) for b in doc.get("queue_units") or []]
+    candidates = [(Unit.STRUCTURE.value, n, b) for n, b in existing.items()]
+    candidates += [(Unit.STRUCTURE.value, n, b) for n in set(names) - set(existing) for b in range(tries)]
+    candidates += [] if units else [(Unit.QUEUES.value, "", b) for b in range(tries)]
+    of = spark_partitions(spark, candidates, partitions)
+
+    def partition_of(unit: Unit, name: str, bucket: int) -> int:
+        return of.get((unit.value, name, bucket), -1)
+
+    buckets = place(existing, names, partitions, lambda n, b: partition_of(Unit.STRUCTURE, n, b), tries=tries)
     if not units:
         count = queue_units or min(partitions, 4096)
         units = spread(count, partitions, lambda b: partition_of(Unit.QUEUES, "", b), tries=tries)

@@ -1,5 +1,5 @@
 """Structure monitors and the groups of queue-manager shards are spread over the shuffle partitions, and stay
-where they were placed; a checkpoint keyed by shard rather than by group is refused."""
+where they were placed; a checkpoint of another state version is refused."""
 
 from __future__ import annotations
 
@@ -76,22 +76,16 @@ def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark,
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
 
 
-def test_the_python_hash_is_spark_s_for_strings_and_ints_of_every_length(spark):
-    """``qmon.core.sparkhash`` against Spark's own ``hash``: the placement computes Spark's shuffle partitions
-    with it, so a difference would put keys on partitions other than those chosen."""
-    import random
+def test_the_partitions_computed_are_those_of_the_operators_shuffle(spark):
+    """``spark_partitions`` against where Spark's shuffle really puts the keys, typed as the operator's rows
+    (``rows.ROUTED``): grouped by the key over 7 partitions, each group's partition is the one computed."""
+    from pyspark.sql import functions as F
 
-    from qmon.core.sparkhash import partition as py_partition
-    from qmon.core.sparkhash import spark_hash
+    from qmon.streaming.rows import ROUTED
+    from qmon.streaming.units import spark_partitions
 
-    rnd = random.Random(17)
-    alphabet = "AZaz09._-/ 'é€\U0001f600"
-    keys = [("S", "", 0), ("Q", "", -1), ("S", "MSGQ1", 2**31 - 1), ("S", "MSGQ1", -(2**31)), ("S", None, 5)]
-    for _ in range(300):
-        name = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 13)))
-        keys.append((rnd.choice("SQ"), name, rnd.randrange(-(2**31), 2**31)))
-    rows = spark.createDataFrame(keys, "u string, n string, b int")
-    got = rows.selectExpr("u", "n", "b", "hash(u, n, b) AS h", "pmod(hash(u, n, b), 7) AS p").collect()
-    assert len(got) == len(keys)
-    for r in got:
-        assert (spark_hash((r.u, r.n, r.b)), py_partition((r.u, r.n, r.b), 7)) == (r.h, r.p), (r.u, r.n, r.b)
+    keys = [("S", f"MSGQ{i}", b) for i in range(5) for b in range(20)] + [("Q", "", b) for b in range(40)]
+    typed = ", ".join(f"{c} {ROUTED[c].dataType.simpleString()}" for c in ("unit", "unit_name", "bucket"))
+    frame = spark.createDataFrame(keys, typed).repartition(7, "unit", "unit_name", "bucket")
+    seen = frame.select("unit", "unit_name", "bucket", F.spark_partition_id().alias("p")).collect()
+    assert {(r.unit, r.unit_name, r.bucket): r.p for r in seen} == spark_partitions(spark, keys, 7)

@@ -44,6 +44,7 @@ def spark_options(bootstrap: str, security: KafkaSecurity | None = None) -> dict
             opts["kafka.sasl.jaas.config"] = f'{module} required username="{security.username}" password="{pw}";'
         if security.ssl_cafile:
             opts["kafka.ssl.truststore.location"] = security.ssl_cafile
+            opts["kafka.ssl.truststore.type"] = "PEM"  # (the Java client reads a PEM CA file so, as librdkafka does)
     return opts
 
 

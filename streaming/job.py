@@ -97,6 +97,7 @@ def start_query(
         queue_units=placed.queue_units,
         input_tasks=config.job.input_tasks,
         dedup_window_ms=duration_ms(config.monitor.dedup_window),
+        max_lateness_ms=duration_ms(config.job.max_lateness),
         mq_trace=config.mq_trace.settings() if read_trace else None,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
@@ -373,6 +374,14 @@ def stop_query(query: Any, *, wait: float = 10.0, log: Path | None = None) -> No
         logger.debug("qmon job: stopping the query: %s", exc)
 
 
+def _progressed(query: Any) -> bool:
+    """Whether ``query`` (this start of it) finished a micro-batch."""
+    try:
+        return query.lastProgress is not None
+    except Exception:  # noqa: BLE001 - a query whose JVM side is gone: no progress to read
+        return False
+
+
 def _run(
     spark: Any,
     config: Config,
@@ -398,7 +407,8 @@ def _run(
         except Exception as exc:  # noqa: BLE001 - the query failed; restart it with backoff
             if available_now:  # a one-shot run (replay, tests, benchmarks) reports the failure
                 raise
-            failures += 1
+            # in a row: a query that finished a batch before it failed starts the count again
+            failures = 1 if _progressed(query) else failures + 1
             if failures > max_restarts:
                 logger.error("the qmon query failed %d times in a row; giving up: %s", failures, exc)
                 return 1

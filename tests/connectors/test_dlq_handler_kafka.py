@@ -138,7 +138,7 @@ REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) HEADER(NO) RETRY(2)
     create(kafka_bootstrap, missing)
     totals = Handler(kafka_bootstrap, table, prefix=prefix, printer=lines.append).run()
     assert (totals.processed, totals.attempts) == (0, 0)
-    # rules are read at start (seed 002): a table whose rule allows 3 attempts gives it exactly one more
+    # rules are read at start (as IBM MQ's DLQ handler reads them): a table whose rule allows 3 attempts gives it exactly one more
     more = parse_rules(
         table_text.replace(f"FWDQ({missing}) HEADER(NO) RETRY(2)", f"FWDQ({missing}) HEADER(NO) RETRY(3)")
     )

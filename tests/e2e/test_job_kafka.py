@@ -115,7 +115,7 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
     assert all(d["reason"] > 65536 and d["format"] == "QueueActivity" and d["error"] for d in activity_dead)
     # processed + dead-lettered = produced: the four valid records were processed (they made events)
     perf = [r for t, r in out if t == topics.PERFORMANCE]
-    assert [(p["type"], ms(p["ts"]) - T0) for p in perf] == [("QSVCINT_HIGH", 5_000), ("QSVCINT_OK", 7_000)]  # SPEC §3
+    assert [(p["type"], ms(p["ts"]) - T0) for p in perf] == [("QSVCINT_HIGH", 5_000), ("QSVCINT_OK", 7_000)]
     assert len(activity_dead) + 4 == len(produced)
 
     replies = [r for t, r in out if t == topics.REPLIES]
@@ -238,7 +238,8 @@ def test_docker_files_are_consistent():
 
 
 def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
-    """SPEC §5 through the real path: alter, overflow mode and candidates, from Avro on Kafka to Avro on Kafka."""
+    """Structure overflow through the real path: alter, overflow mode and candidates, from Avro on Kafka to Avro on
+    Kafka."""
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
@@ -374,7 +375,7 @@ def test_a_partition_read_behind_another_loses_no_record(spark, kafka_bootstrap,
 
 
 def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
-    """SPEC §6 through the real path: both clients get WorkAvailable when the queue gets work."""
+    """Registration of interest through the real path: both clients get WorkAvailable when the queue gets work."""
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     send_commands(
@@ -403,7 +404,8 @@ def test_two_clients_registered_to_one_transaction_queue_through_kafka(spark, ka
 
 
 def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
-    """SPEC §8 through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on qmon.events.alerts."""
+    """IBM i journal receivers through the real path: JournalStatus on qmon.journal -> SWITCH_BLOCKED on
+    qmon.events.alerts."""
     config = config_for(prefix)
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     status = {

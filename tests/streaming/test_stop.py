@@ -38,3 +38,40 @@ def test_outside_the_main_thread_nothing_is_changed():
     t.start()
     t.join()
     assert seen == before
+
+
+class _Failing:
+    """A query that fails at once, after finishing a batch or not."""
+
+    def __init__(self, progressed: bool):
+        self.lastProgress = {"batchId": 3} if progressed else None
+
+    def awaitTermination(self, _timeout: float) -> bool:
+        raise RuntimeError("the broker went away")
+
+
+def test_restarts_give_up_after_max_restarts_failures_in_a_row_only(monkeypatch):
+    """A query that fails before finishing a batch counts towards ``max_restarts``; one that finished a batch
+    first starts the count again, so a job that fails now and then over months is never given up on."""
+    from qmon.streaming import job
+
+    waits: list[float] = []
+
+    class Stopping(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(float(timeout or 0))
+            return False
+
+    def run_with(pattern: list[bool]) -> int:
+        queries = iter(_Failing(p) for p in pattern)
+        monkeypatch.setattr(job, "start_query", lambda *a, **k: next(queries))
+        waits.clear()
+        try:
+            return job._run(None, None, "b", "c", available_now=False, max_restarts=3, stopping=Stopping())  # type: ignore[arg-type]
+        except StopIteration:
+            return -1  # (ran out of queries: it did not give up)
+
+    monkeypatch.setattr(job.topics, "INPUTS", ())
+    assert run_with([False] * 4) == 1  # four failures in a row: given up
+    assert waits == [2.0, 4.0, 8.0]
+    assert run_with([False, False, True, False, False, True, False, False]) == -1  # never 4 in a row

@@ -62,7 +62,7 @@ def test_the_shipped_rules_are_valid():
 
 
 def test_events_late_fires_when_batches_take_seconds(tmp_path):
-    # batches of 4 s (a busy job remembering 256 ids a queue): p90 above 2.5 s
+    # batches of 4 s (a busy job on a small machine): p90 above 2.5 s
     # (p90 of a histogram: interpolated within the 2-5 s bucket, 2 + 0.9 x 3 = 4.7 s)
     expected = {"severity": "warning", "annotations": _annotations("QmonEventsLate", "4.7")}
     result = _promtool(_test_file(tmp_path, "late", 4.0, [expected]))

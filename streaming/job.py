@@ -97,7 +97,6 @@ def start_query(
         queue_units=placed.queue_units,
         input_tasks=config.job.input_tasks,
         dedup_window_ms=duration_ms(config.monitor.dedup_window),
-        max_lateness_ms=duration_ms(config.job.max_lateness),
         mq_trace=config.mq_trace.settings() if read_trace else None,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")

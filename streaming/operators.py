@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any
 
+import msgpack
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.state import GroupState
@@ -45,7 +46,8 @@ from qmon.core.queues import MonitorSettings, QueueMonitor, command_reply
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor, StructureSettings
 from qmon.streaming import state as stored
-from qmon.streaming.rows import OUTPUT_COLUMNS, Kind, Unit
+from qmon.streaming.event_order import Held
+from qmon.streaming.rows import LATE, OUTPUT_COLUMNS, Kind, Unit
 from qmon.streaming.worker import freeze_imports
 
 
@@ -185,22 +187,45 @@ def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 class GroupSlot:
-    """An ``applyInPandasWithState`` group's state: the value and its event-time timeout.
+    """An ``applyInPandasWithState`` group's state: the unit's value, the records it holds for event-time
+    order (``held``, ``streaming.event_order``), and the group's event-time timeout; written once, by
+    ``commit``, at the end of a call.
 
     Spark times a group out when the watermark passes the timeout (strictly), so a deadline ``at`` (due
     when the watermark reaches it) becomes the timeout ``at - 1``; the timeout is set again in every call
-    (a call that sets none leaves the group without one)."""
+    (a call that sets none leaves the group without one).  A group holding records is timed out at the next
+    batch whose watermark has moved: a batch without data, in which every partition is at its end."""
 
     def __init__(self, state: GroupState):
         self.state = state
+        value = msgpack.unpackb(state.get[0], raw=False) if state.exists else {}
+        self.blob: bytes | None = value.get("u")
+        self.held = Held(value.get("o"))
+        self.timer_at: int | None = None
+        self.changed = False
 
     def load(self) -> bytes | None:
-        return self.state.get[0] if self.state.exists else None
+        return self.blob
+
+    @staticmethod
+    def unit_value(stored_value: bytes) -> bytes | None:
+        """The unit's own value (``qmon.streaming.state``) inside a group's stored value."""
+        return msgpack.unpackb(stored_value, raw=False).get("u")
 
     def store(self, blob: bytes, timer_at: int | None) -> None:
-        self.state.update((blob,))
+        self.blob, self.timer_at, self.changed = blob, timer_at, True
+
+    def commit(self) -> None:
+        order = self.held.stored()
+        if self.blob is None and order == {"f": None}:
+            return  # nothing to keep
+        self.state.update((msgpack.packb({"u": self.blob, "o": order}, use_bin_type=True),))
+        watermark = self.state.getCurrentWatermarkMs()
+        timer_at = self.timer_at
+        if self.held:
+            timer_at = watermark + 1 if timer_at is None else min(timer_at, watermark + 1)
         if timer_at is not None:
-            self.state.setTimeoutTimestamp(max(timer_at - 1, self.state.getCurrentWatermarkMs(), 1))
+            self.state.setTimeoutTimestamp(max(timer_at - 1, watermark, 1))
 
 
 class _Unit:
@@ -268,14 +293,14 @@ class _Unit:
         if passing.any():
             yield passed_through(pdf[passing])
             pdf = pdf[~passing]
-            if pdf.empty:
-                # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
-                # and deadlines the watermark reached run now, as in a call with rows
-                if watermark is not None and slot.load() is not None:
-                    emits = self.fire(name, slot, watermark)
-                    if any(emits):
-                        yield encode_emits(emits)
-                return
+        if pdf.empty:
+            # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
+            # and deadlines the watermark reached run now, as in a call with rows
+            if watermark is not None and slot.load() is not None:
+                emits = self.fire(name, slot, watermark)
+                if any(emits):
+                    yield encode_emits(emits)
+            return
         emits = self.batch(name, pdf, slot, watermark)
         if any(emits):
             yield encode_emits(emits)
@@ -454,9 +479,12 @@ class StructureUnit(_Unit):
 class Monitor:
     """The units of both kinds, and the one function ``applyInPandasWithState`` calls per group."""
 
-    def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
+    def __init__(
+        self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int, lateness_ms: int = 0
+    ):
         self.queues = QueueUnit(settings, ttl_ms)
         self.structures = StructureUnit(structure_settings)
+        self.lateness_ms = lateness_ms
 
     def unit(self, key: Any) -> QueueUnit | StructureUnit:
         return self.structures if key[0] == Unit.STRUCTURE else self.queues
@@ -464,8 +492,28 @@ class Monitor:
     def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         freeze_imports()
         slot = GroupSlot(state)
-        if state.hasTimedOut:
-            yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
+        unit, watermark = self.unit(key), state.getCurrentWatermarkMs()
+        queues = key[0] == Unit.QUEUES
+        if state.hasTimedOut:  # a batch without data: every partition is at its end, so nothing waits
+            held = slot.held.release_all()
+            if held is not None:
+                yield from unit.rows(key[1], held, slot, watermark)
+            else:
+                yield from unit.expired(key[1], slot, watermark)
         else:
-            rows = sorted_input(pdfs, shards=key[0] == Unit.QUEUES)
-            yield from self.unit(key).rows(key[1], rows, slot, state.getCurrentWatermarkMs())
+            passed, rows = slot.held.admit(
+                sorted_input(pdfs, shards=queues),
+                self.lateness_ms,
+                lambda frames: sorted_input(frames, shards=queues),
+            )
+            if passed is not None:
+                yield passed_through(passed)
+            yield from unit.rows(key[1], rows, slot, watermark)
+            if slot.held.late:
+                yield late_records(slot.held.late)
+        slot.commit()
+
+
+def late_records(count: int) -> pd.DataFrame:
+    """The row that counts a call's late records (``LATE``): observed by the query, never written."""
+    return pd.DataFrame([(LATE, None, b"", 0, count, 0)], columns=OUTPUT_COLUMNS)

@@ -46,7 +46,8 @@ from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
-from qmon.streaming.rows import OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
+from qmon.streaming.event_order import with_marks
+from qmon.streaming.rows import LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ _MAX_NAME = 48
 #: and across Kafka partitions the arrival clock is not monotone (a batch can read one partition further
 #: than another).  A century ahead, no row is ever behind it: qmon orders records itself, by event time.
 HORIZON = "horizon"
+#: the name of the query's observed metrics of event-time order (``late_records``: records applied late)
+ORDER_METRICS = "qmon_order"
 _CENTURY_DAYS = 36_500
 # Timestamps qmon accepts: 1970-01-01 .. 9999-12-31 (anything else cannot be a time of day).
 _TS_MIN = 0
@@ -280,12 +283,13 @@ class _Router:
     #: would follow ``spark.sql.timestampType``; a struct's does not quote its field names).
     _BY_NAME = (IntegerType, LongType, StringType, BooleanType, BinaryType)
 
-    def __init__(self) -> None:
+    def __init__(self, topic_index: Column) -> None:
         for field in ROUTED.fields:
             if type(field.dataType) not in self._BY_NAME:
                 raise TypeError(f"rows.ROUTED.{field.name}: {field.dataType} is not cast by name here (_Router)")
         self._types = {field.name: field.dataType.simpleString() for field in ROUTED.fields}
         common = {
+            "src_topic": topic_index,
             "src_partition": F.col("partition"),
             "src_offset": F.col("offset"),
             "clock": F.unix_millis("timestamp"),  # ms: cheaper to hand to Python than a timestamp
@@ -360,7 +364,8 @@ def route(
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
     a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
     of keys (each a fixed cost in every micro-batch) does not grow with the queue managers."""
-    _routed = _Router()
+    inputs = sorted(set(names.values()))
+    _routed = _Router(F.create_map(*[F.lit(x) for i, name in enumerate(inputs) for x in (name, i)])[F.col("topic")])
     units = queue_units or [0]
     unit_keys = F.array(*[F.lit(int(b)) for b in units])
 
@@ -523,12 +528,15 @@ def build(
     input_tasks: int | None = None,
     mq_trace: tuple[str, str] | None = None,
     dedup_window_ms: int = 10 * 60 * 1000,
+    max_lateness_ms: int = 0,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  The duplicate check
-    (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``.
+    (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``; the
+    monitor applies each unit's records in event-time order across the input partitions, up to
+    ``max_lateness_ms`` behind the slowest (``streaming.event_order``).
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
@@ -539,16 +547,23 @@ def build(
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names, mq_trace)
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
-    dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    # the check reads one row a record: the structures' copies are made after it
     routed = route(dec, names, buckets, structure_buckets, queue_units)
+    # each input task's frontier, for every unit (in the input tasks: before any shuffle)
+    unit_keys = [(Unit.QUEUES.value, "", int(b)) for b in (queue_units or [0])]
+    unit_keys += [(Unit.STRUCTURE.value, name, int(b)) for name, b in sorted((structure_buckets or {}).items())]
+    routed = with_marks(routed, unit_keys, HORIZON)
+    routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
+    # the check reads one row a record: the structures' copies are made after it
     checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
     routed = structure_copies(checked, structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
-    args = (settings, structure_settings or StructureSettings(), ttl_ms)
+    args = (settings, structure_settings or StructureSettings(), ttl_ms, max_lateness_ms)
     events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")
+    # records applied late, counted per batch in the query's progress (observedMetrics), then dropped
+    late = F.sum(F.when(F.col("topic") == LATE, F.col("order_seq")).otherwise(F.lit(0)))
+    events = events.observe(ORDER_METRICS, late.alias("late_records")).filter(F.col("topic") != LATE)
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

@@ -35,6 +35,7 @@ class Kind(StrEnum):
     COMMAND = "C"  # an MQSC command (``payload``: its text), for one shard or for every shard
     JOURNAL = "J"  # a JournalStatus record (``payload``: its fields as JSON)
     PASS = "P"  # an output already encoded upstream (a dead letter, an invalid command's reply): passed through
+    FRONTIER = "F"  # an input task's mark (``ts``: its frontier, ``qmon.core.event_order``), one for every unit
 
 
 def _fields(*spec: tuple[str, DataType]) -> StructType:
@@ -60,6 +61,7 @@ ROUTED = _fields(
     ("payload", StringType()),  # COMMAND: the MQSC text; JOURNAL: the status as JSON
     ("reply", BooleanType()),  # COMMAND: this shard answers it
     ("rank", IntegerType()),  # at equal ts, commands (0) apply before activity (1)
+    ("src_topic", IntegerType()),  # the input topic, by its place in the sorted physical names
     ("src_partition", LongType()),
     ("src_offset", LongType()),
     ("clock", LongType()),  # the broker's append time, epoch ms: the arrival clock the watermark runs on
@@ -68,6 +70,10 @@ ROUTED = _fields(
     ("out_value", BinaryType()),
 )
 ROUTED_COLUMNS = ROUTED.fieldNames()
+
+#: The operator's output row that counts records applied late (``streaming.event_order``; ``order_seq``: how
+#: many): observed by the query and dropped before the sink.
+LATE = "qmon.late"
 
 #: What the operator returns: records for the Kafka sink, Avro-encoded, with their order within the batch.
 OUTPUT = _fields(

@@ -50,6 +50,7 @@ class Metrics:
         self.alert_key: dict[str, tuple[str, str]] = {}  # alert_id -> (type, subject)
         self.dead_letters: Counter[str] = Counter()
         self.input_records: Counter[str] = Counter()
+        self.late_records = 0
         self.lag: dict[tuple[str, str], int] = {}
         self.batches: list[int] = [0] * (len(BATCH_BUCKETS) + 1)  # per bucket (the last: +Inf)
         self.batch_sum = 0.0
@@ -128,6 +129,7 @@ class Metrics:
         self.last_batch_id[query] = batch
         for t in rec.get("input_topics") or []:
             self.input_records[t["topic"]] += int(t["rows"])
+        self.late_records += int(rec.get("late_records") or 0)
         for p in rec.get("inputs") or []:
             if p.get("latest_offset") is not None:
                 self.lag[(p["topic"], str(p["partition"]))] = max(0, int(p["latest_offset"]) - int(p["end_offset"]))
@@ -222,6 +224,14 @@ class Metrics:
                 "Records the job read, by input topic (from the query's progress).",
                 ("topic",),
                 (((t,), float(v)) for t, v in self.input_records.items()),
+            ),
+            fam(
+                "qmon_late_records",
+                "counter",
+                "Records the job applied out of event-time order: they came more than job.max_lateness behind "
+                "the input partitions already read (applied at once, never dropped).",
+                (),
+                [((), float(self.late_records))],
             ),
             fam(
                 "qmon_input_lag_records",

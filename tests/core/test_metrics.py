@@ -110,6 +110,7 @@ def test_a_spark_progress_report_becomes_a_query_progress_record():
         "numInputRows": 30,
         "durationMs": {"triggerExecution": 812, "addBatch": 600},
         "stateOperators": [{"numRowsTotal": 18, "memoryUsedBytes": 1000}],
+        "observedMetrics": {"qmon_order": {"late_records": 3}},
         "sources": [
             {
                 "description": "KafkaV2[Subscribe[qmon.activity]]",
@@ -124,9 +125,11 @@ def test_a_spark_progress_report_becomes_a_query_progress_record():
     assert rec["ts"] == 1_795_428_000_250 and rec["batch_id"] == 7 and rec["duration_ms"] == 812
     assert rec["input_topics"] == [{"topic": "qmon.activity", "rows": 30}]
     assert [(i["partition"], i["end_offset"], i["latest_offset"]) for i in rec["inputs"]] == [(0, 10, 15), (1, 20, 20)]
-    assert (rec["state_rows"], rec["state_memory_bytes"]) == (18, 1000)
+    assert (rec["state_rows"], rec["state_memory_bytes"], rec["late_records"]) == (18, 1000, 3)
+    assert progress_record({**report, "observedMetrics": {}})["late_records"] is None
     avro.encode("QueryProgress", rec)  # the record its schema describes
     m = Metrics()
     m.on_record(topics.PROGRESS, avro.decode("QueryProgress", avro.encode("QueryProgress", rec)))
     assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 5.0, ("qmon.activity", "1"): 0.0}
     assert samples(m, "qmon_input_records") == {("qmon.activity",): 30.0}
+    assert samples(m, "qmon_late_records") == {(): 3.0}

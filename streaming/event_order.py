@@ -16,12 +16,18 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from qmon.core.event_order import NO_TIME, advance, frontier
 from qmon.streaming.rows import Kind
 
-#: the kinds of row whose ``ts`` is the record's event time
-TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value)
+#: the kinds of row whose ``ts`` is the record's event time (an end of input's: the greatest there is)
+TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value, Kind.END.value)
+
+#: The ``command_id`` of a ControlCommand that says "the input ends here" (``job.run`` sends one after a
+#: ``--available-now`` run has read its input, and reads it in one more batch): no command, no reply; its
+#: partition's mark is the greatest time there is, so a batch that reads it alone releases every record held.
+END_OF_INPUT = "qmon:end-of-input"
 
 
 def with_marks(routed: DataFrame, unit_keys: list[tuple[str, str, int]], horizon: str) -> DataFrame:
@@ -75,7 +81,7 @@ def with_marks(routed: DataFrame, unit_keys: list[tuple[str, str, int]], horizon
             columns[name] = pa.array(value, columns[name].type)
         yield pa.RecordBatch.from_arrays([columns[f.name] for f in arrow_schema], schema=arrow_schema)
 
-    return routed.mapInArrow(marks, schema)
+    return routed.mapInArrow(marks, schema).filter(F.col("kind") != Kind.END.value)
 
 
 #: the columns of a held row kept in the unit's state (the rest are null for a held row, or Spark's own)

@@ -423,4 +423,23 @@ def _run(
         if stopping.is_set():
             stop_query(query)
             logger.info("qmon job stopped; the next start resumes from %s", checkpoint)
+        elif available_now:
+            end_of_input(spark, config, bootstrap, checkpoint)
         return 0
+
+
+def end_of_input(spark: Any, config: Config, bootstrap: str, checkpoint: str) -> None:
+    """After a ``--available-now`` run has read its input: the records it still holds for event-time order
+    (the last ones, which no later batch read past) are applied, by one more batch that reads the end of
+    input (``streaming.event_order.END_OF_INPUT``, a ControlCommand that is no command) alone."""
+    import time as _time
+
+    from qmon.connectors import avro
+    from qmon.connectors.clients import produce_rows
+    from qmon.streaming.event_order import END_OF_INPUT
+
+    end = {"command_id": END_OF_INPUT, "ts": int(_time.time() * 1000), "qmgr": "QMON", "text": "", "user": "qmon"}
+    topic = topics.physical(topics.CONTROL, config.kafka.topic_prefix)
+    produce_rows(bootstrap, [(topic, b"QMON", avro.encode("ControlCommand", end))], config.kafka.security)
+    query = start_query(spark, config, bootstrap, checkpoint, available_now=True, publish_progress=False)
+    query.awaitTermination()

@@ -43,10 +43,11 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 
 from qmon.connectors.avro import schema_text
 from qmon.core import topics
+from qmon.core.event_order import NO_TIME
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
-from qmon.streaming.event_order import with_marks
+from qmon.streaming.event_order import END_OF_INPUT, with_marks
 from qmon.streaming.rows import LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
@@ -238,7 +239,8 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     df = df.withColumn("format", F.lit(record))
     if logical != topics.CONTROL:
         return df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False))
-    is_cmd = F.col("dlq_reason").isNull()  # parse only commands that passed the checks
+    # parse only commands that passed the checks (the end of input is none: ``streaming.event_order``)
+    is_cmd = F.col("dlq_reason").isNull() & (F.col("rc.command_id") != F.lit(END_OF_INPUT))
     df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
     df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
     df = df.withColumn(
@@ -481,10 +483,19 @@ def route(
     topic = F.col("topic")
     # activity: QueueActivity records, and the calls decoded from MQ activity trace (streaming.trace)
     is_activity = topic.isin(names[topics.ACTIVITY], names.get(topics.MQ_TRACE, names[topics.ACTIVITY]))
+    end = _routed(
+        unit=F.lit(Unit.QUEUES.value),
+        unit_name=F.lit(""),
+        bucket=spread,
+        kind=F.lit(Kind.END.value),
+        ts=F.lit(NO_TIME),
+        rank=F.lit(0),
+    )
     rows = (
         F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
         .when(F.col("dlq_reason").isNotNull(), F.array(dead))
         .when(is_activity, F.array(activity))
+        .when((topic == names[topics.CONTROL]) & (F.col("rc.command_id") == F.lit(END_OF_INPUT)), F.array(end))
         .when(
             topic == names[topics.CONTROL],
             F.when(F.col("p.scope") == "qmgr", fan_out).when(F.col("p.scope") == "parts", parts).otherwise(one),

@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import Producer
 
 from qmon.connectors import avro
-from qmon.connectors.clients import send_commands
 from qmon.connectors.kafka import client_config, ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
@@ -43,14 +42,10 @@ def ids(records: list[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
     return {(t, r["event_id"]) for t, r in records if t in WANTED}
 
 
-def run_then_heartbeat(spark: Any, config: Config, bootstrap: str, checkpoint: str) -> list[tuple[str, dict[str, Any]]]:
-    """``qmon run --available-now`` over the backlog, then a heartbeat (PING QMGR, as a quiet input needs) and
-    another run: the records at the edge of what the first run read wait for a batch that reads past them.
-    Returns the outputs, the heartbeat's reply left out."""
+def run_to_the_end(spark: Any, config: Config, bootstrap: str, checkpoint: str) -> list[tuple[str, dict[str, Any]]]:
+    """``qmon run --available-now`` over the backlog (its end of input applies the last records held)."""
     assert run(config, bootstrap, checkpoint, available_now=True, spark=spark) == 0
-    (ping,) = send_commands(bootstrap, "QMON", ["PING QMGR"], prefix=config.kafka.topic_prefix)
-    assert run(config, bootstrap, checkpoint, available_now=True, spark=spark) == 0
-    return [(t, r) for t, r in outputs(bootstrap, config.kafka.topic_prefix) if r.get("command_id") != ping]
+    return outputs(bootstrap, config.kafka.topic_prefix)
 
 
 def alters_mid_stream(seed: int = 45) -> tuple[list[dict[str, Any]], list[tuple[str, int | None, bytes | None, dict]]]:
@@ -99,7 +94,7 @@ def test_a_backlog_read_a_few_records_a_batch_gives_replays_answer(
     )  # fmt: skip
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce(kafka_bootstrap, prefix, rows)
-    live = ids(run_then_heartbeat(spark, config, kafka_bootstrap, str(tmp_path / "ckpt")))
+    live = ids(run_to_the_end(spark, config, kafka_bootstrap, str(tmp_path / "ckpt")))
     expected = {(r["topic"], r["event_id"]) for r in replay_factory(replayed, config) if r["topic"] in WANTED}
     assert len([t for t, _ in expected if t == topics.PERFORMANCE]) > 8
     assert live == expected
@@ -132,7 +127,7 @@ def test_a_structures_gets_read_far_behind_its_puts_raise_nothing_replay_does_no
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce(kafka_bootstrap, prefix, [(topics.ACTIVITY, 0, None, r) for r in puts])
     produce(kafka_bootstrap, prefix, [(topics.ACTIVITY, 1, None, r) for r in others + gets])
-    out = run_then_heartbeat(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
+    out = run_to_the_end(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
     replayed = replay_factory(puts + others + gets, config)
     assert ids(out) == {(r["topic"], r["event_id"]) for r in replayed if r["topic"] in WANTED}
     assert not [r for r in replayed if r["topic"] in (topics.ALERTS, topics.OVERFLOW)]
@@ -212,7 +207,7 @@ def test_the_job_equals_the_pure_rules_over_random_streams_read_in_many_small_ba
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce(kafka_bootstrap, prefix, rows)
     compared = (topics.PERFORMANCE, topics.REPLIES, topics.NOTIFY)
-    out = run_then_heartbeat(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
+    out = run_to_the_end(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
     got = sorted(_normalised(t, r) for t, r in out if t in compared)
     want = sorted(
         _normalised(e.topic, e.record) for e in run_reference(records, MonitorSettings()) if e.topic in compared

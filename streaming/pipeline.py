@@ -557,7 +557,11 @@ def build(
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names, mq_trace)
-    dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
+    # the end of the input arrives at no time: it must not move the arrival clock (the watermark) to the moment
+    # the run ended, or the quiet queues' arrival-clock timers would fire then
+    end = (F.col("topic") == names[topics.CONTROL]) & (F.col("rc.command_id") == F.lit(END_OF_INPUT))
+    arrival = F.when(end, F.timestamp_millis(F.lit(0))).otherwise(F.col("timestamp"))
+    dec = dec.withColumn(HORIZON, arrival + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets, queue_units)

@@ -4,8 +4,10 @@ the records in ``ts`` order and gives ``qmon replay``'s answer."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,10 +96,19 @@ def test_a_backlog_read_a_few_records_a_batch_gives_replays_answer(
     )  # fmt: skip
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce(kafka_bootstrap, prefix, rows)
+    produced = int(time.time() * 1000)
     live = ids(run_to_the_end(spark, config, kafka_bootstrap, str(tmp_path / "ckpt")))
     expected = {(r["topic"], r["event_id"]) for r in replay_factory(replayed, config) if r["topic"] in WANTED}
     assert len([t for t, _ in expected if t == topics.PERFORMANCE]) > 8
     assert live == expected
+    # the end of the input left the arrival clock where the input's last record put it (not at the run's end)
+    assert watermark(tmp_path / "ckpt") <= produced
+
+
+def watermark(checkpoint: Path) -> int:
+    """The watermark the last committed batch left for the next (Spark's commit log), in ms."""
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    return int(json.loads((checkpoint / "commits" / str(last)).read_text().splitlines()[1])["nextBatchWatermarkMs"])
 
 
 def test_a_structures_gets_read_far_behind_its_puts_raise_nothing_replay_does_not(

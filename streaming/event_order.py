@@ -1,24 +1,20 @@
-"""Every input task's frontier mark, for every unit: what lets each unit apply its records in event-time order
-across the input partitions (the rule: ``qmon.core.event_order``).
+"""Event-time order in the job (the rule: ``qmon.core.event_order``): the marks that tell every unit how far
+each input partition has got, and what a unit holds until the frontier passes it.
 
-``with_marks(routed, unit_keys)`` passes a task's routed rows through unchanged (Arrow batches, not
-converted) and adds, once the task has read its input, one row of kind ``FRONTIER`` for each unit key, its
-``ts`` the task's mark: the smallest, over the partitions the task read, of the greatest ``ts`` read from each
-(activity, commands and journal status: dead letters have no time).  It runs in the input tasks, ahead of any
-shuffle, so a task sees every record it read of its partitions; every unit thus learns, in the batch itself,
-how far every partition the batch read has got.  A task that read nothing adds nothing.
+The marks are made by the duplicate check's step (``streaming.slice_check``), the one step ahead of the
+monitor whose Python side reads every row of a batch: each of its keys, once it has read its rows, adds for
+every unit one row of kind ``FRONTIER`` per input partition it saw (``src_topic``, ``src_partition``), its
+``ts`` the greatest of that partition's it saw (activity, commands and journal status: dead letters have no
+time).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per partition, the
+greatest of its marks: the greatest read from it in the batch (``qmon.core.event_order.frontier``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
-from qmon.core.event_order import NO_TIME, advance, frontier
+from qmon.core.event_order import advance, frontier
 from qmon.streaming.rows import Kind
 
 #: the kinds of row whose ``ts`` is the record's event time (an end of input's: the greatest there is)
@@ -29,59 +25,34 @@ TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value, Kind.END.v
 #: partition's mark is the greatest time there is, so a batch that reads it alone releases every record held.
 END_OF_INPUT = "qmon:end-of-input"
 
+#: a row's input partition as one number (the step's ``dsrc``): topic << SOURCE_BITS | partition
+SOURCE_BITS = 32
 
-def with_marks(routed: DataFrame, unit_keys: list[tuple[str, str, int]], horizon: str) -> DataFrame:
-    """``routed`` with each input task's marks for ``unit_keys`` ((unit, unit_name, bucket) of every unit);
-    ``horizon``: the column the watermark is defined on (a mark carries the task's lowest, so that it never
-    moves the watermark)."""
-    schema = routed.schema
-    keys = list(unit_keys)
 
-    def marks(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        greatest: dict[tuple[int, int], int] = {}
-        lowest_horizon = None
-        arrow_schema = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            arrow_schema = batch.schema
-            yield batch
-            timed = pc.is_in(batch.column("kind"), value_set=pa.array(TIMED))
-            if pc.any(timed).as_py():
-                rows = pa.table(
-                    [batch.column("src_topic"), batch.column("src_partition"), batch.column("ts")],
-                    names=["t", "p", "ts"],
-                ).filter(timed)
-                most = rows.group_by(["t", "p"]).aggregate([("ts", "max")]).to_pydict()
-                for t, p, ts in zip(most["t"], most["p"], most["ts_max"], strict=True):
-                    if ts is not None and ts > greatest.get((t, p), -(2**63)):
-                        greatest[(t, p)] = ts
-            h = pc.min(batch.column(horizon)).as_py()
-            if h is not None and (lowest_horizon is None or h < lowest_horizon):
-                lowest_horizon = h
-        if lowest_horizon is None or arrow_schema is None:
-            return  # the task read nothing
-        mark = min(greatest.values(), default=NO_TIME)
-        n = len(keys)
-        columns = {f.name: pa.nulls(n, type=f.type) for f in arrow_schema}
-        values = {
-            "unit": [k[0] for k in keys],
-            "unit_name": [k[1] for k in keys],
-            "bucket": [k[2] for k in keys],
-            "kind": [Kind.FRONTIER.value] * n,
-            "ts": [mark] * n,
-            "rank": [0] * n,
-            "src_offset": [0] * n,
-            horizon: [lowest_horizon] * n,
-        }
-        for name, value in values.items():
-            columns[name] = pa.array(value, columns[name].type)
-        yield pa.RecordBatch.from_arrays([columns[f.name] for f in arrow_schema], schema=arrow_schema)
-
-    return routed.mapInArrow(marks, schema).filter(F.col("kind") != Kind.END.value)
+def mark_rows(
+    greatest: dict[int, int], unit_keys: list[tuple[str, str, int]], encode: Callable[[dict[str, Any]], bytes]
+) -> list[bytes]:
+    """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen), for
+    every unit of ``unit_keys`` ((unit, unit_name, bucket)), as routed rows packed by ``encode``."""
+    out = []
+    for unit, name, bucket in unit_keys:
+        for source, ts in greatest.items():
+            out.append(
+                encode(
+                    {
+                        "unit": unit,
+                        "unit_name": name,
+                        "bucket": bucket,
+                        "kind": Kind.FRONTIER.value,
+                        "ts": ts,
+                        "rank": 0,
+                        "src_topic": source >> SOURCE_BITS,
+                        "src_partition": source & ((1 << SOURCE_BITS) - 1),
+                        "src_offset": 0,
+                    }
+                )
+            )
+    return out
 
 
 #: the columns of a held row kept in the unit's state (the rest are null for a held row, or Spark's own)
@@ -144,15 +115,19 @@ class Held:
         """A call's rows (in order; marks among them) -> (the rows passed through, to output now or None; the
         records to apply now, in order).  The records past the frontier are kept.  ``order(frames)``: the rows
         of several frames as one, in the operator's order."""
+        import numpy as np
+
         kinds = pdf["kind"].values
         marks = kinds == Kind.FRONTIER.value
         passing = kinds == Kind.PASS.value
         passed = pdf[passing] if passing.any() else None
         records = pdf[~(marks | passing)] if (marks | passing).any() else pdf
-        if not marks.any():  # a unit no task marks (a structure not configured): nothing to wait for
+        if not marks.any():  # a unit nobody marks (a structure not configured): nothing to wait for
             return passed, self._with_held(records, order) if self.rows else records
         before = self.frontier
-        self.frontier = advance(before, frontier(pdf["ts"].values[marks].tolist(), lateness_ms))
+        marked = pdf[marks]
+        sources = zip(marked["src_topic"].tolist(), marked["src_partition"].tolist(), strict=True)
+        self.frontier = advance(before, frontier(zip(sources, marked["ts"].tolist(), strict=True), lateness_ms))
         if before is not None:
             counted = records["kind"].values != Kind.STRUCTURE_ACTIVITY.value  # (a record once, not its copy)
             self.late += int((records["ts"].values[counted] < before).sum())

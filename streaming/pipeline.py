@@ -47,7 +47,7 @@ from qmon.core.event_order import NO_TIME
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
-from qmon.streaming.event_order import END_OF_INPUT, with_marks
+from qmon.streaming.event_order import END_OF_INPUT
 from qmon.streaming.rows import LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
@@ -565,13 +565,12 @@ def build(
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets, queue_units)
-    # each input task's frontier, for every unit (in the input tasks: before any shuffle)
+    routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
+    # the check reads one row a record (the structures' copies are made after it), and marks for every unit
+    # how far each input partition has got
     unit_keys = [(Unit.QUEUES.value, "", int(b)) for b in (queue_units or [0])]
     unit_keys += [(Unit.STRUCTURE.value, name, int(b)) for name, b in sorted((structure_buckets or {}).items())]
-    routed = with_marks(routed, unit_keys, HORIZON)
-    routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
-    # the check reads one row a record: the structures' copies are made after it
-    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
+    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000, unit_keys)
     routed = structure_copies(checked, structure_buckets)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms, max_lateness_ms)

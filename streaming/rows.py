@@ -36,7 +36,7 @@ class Kind(StrEnum):
     JOURNAL = "J"  # a JournalStatus record (``payload``: its fields as JSON)
     PASS = "P"  # an output already encoded upstream (a dead letter, an invalid command's reply): passed through
     END = "E"  # the end of the input (``streaming.event_order.END_OF_INPUT``): counts for the marks, then dropped
-    FRONTIER = "F"  # an input task's mark (``ts``: its frontier, ``qmon.core.event_order``), one for every unit
+    FRONTIER = "F"  # a mark (``streaming.event_order``): input partition ``src_topic``/``src_partition`` read to ``ts``
 
 
 def _fields(*spec: tuple[str, DataType]) -> StructType:

@@ -18,6 +18,8 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from qmon.core.dedup import slice_expiry
+from qmon.core.event_order import NO_TIME
+from qmon.streaming.event_order import mark_rows
 from qmon.streaming.rows import ROUTED
 
 if TYPE_CHECKING:
@@ -90,8 +92,9 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
+    def __init__(self, window_ms: int, horizon: str, ahead_ms: int, unit_keys: list[tuple[str, str, int]]) -> None:
         self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms
+        self.unit_keys = unit_keys
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -103,17 +106,21 @@ class SliceCheck(StatefulProcessor):
         # a key's chunks (PySpark hands them over as they come) gathered as three arrays, the packed values by
         # reference, not as frames: a record's copies may be in any chunk, and the first in the monitor's order
         # is the one kept, for its queue and its structure at once
-        digests, hms, rest = [], [], []
+        digests, hms, rest, sources, times = [], [], [], [], []
         for pdf in rows:
             digests.append(pdf["ddigest"].to_numpy(dtype=np.int64))
             hms.append(pdf[HMS].to_numpy(dtype=np.int64))
             rest.append(pdf["rest"].to_numpy())
+            sources.append(pdf["dsrc"].to_numpy(dtype=np.int64))
+            times.append(pdf["dts"].to_numpy(dtype=np.int64))
         if not hms:  # (PySpark hands a key over with a row at least)
             return
         h, r = np.concatenate(hms), np.concatenate(rest)
         del hms, rest
-        if int(key[0]) < 0:  # not activity: nothing to check
-            yield from self._out(h, r, None)
+        yield from self._marks(np.concatenate(sources), np.concatenate(times), int(h.min()))
+        if int(key[0]) < 0:  # not activity: nothing to check; the end of the input only marks
+            t = np.concatenate(times)
+            yield from self._out(h, r, None if (t != NO_TIME).all() else np.flatnonzero(t != NO_TIME))
             return
         d = np.concatenate(digests)
         order = first_copies_order(d, r)
@@ -130,6 +137,31 @@ class SliceCheck(StatefulProcessor):
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
         if keep.any():  # (all kept: no record came twice, and ``order`` is the rows' own)
             yield from self._out(h, r, None if keep.all() else order[keep])
+
+    def _marks(self, sources: np.ndarray, times: np.ndarray, lowest_hms: int) -> Iterator[pd.DataFrame]:
+        """Every unit's marks of what this key saw (``streaming.event_order``): per input partition (``dsrc``;
+        -1: a row with no time), the greatest ``ts``; the watermarked column the key's lowest, so that a mark
+        never moves the watermark."""
+        import io
+
+        import fastavro
+        import numpy as np
+        import pandas as pd
+
+        timed = sources >= 0
+        if not timed.any():
+            return
+        sources, times = sources[timed], times[timed]
+        greatest = {int(s): int(times[sources == s].max()) for s in np.unique(sources)}
+
+        def encode(row: dict[str, Any]) -> bytes:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, _rest_schema(), row)
+            return buf.getvalue()
+
+        packed = mark_rows(greatest, self.unit_keys, encode)
+        at = pd.to_datetime(np.full(len(packed), lowest_hms, dtype=np.int64), unit="ms", utc=True)
+        yield pd.DataFrame({self.horizon: at, "rest": packed})
 
     def _out(self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None) -> Iterator[pd.DataFrame]:
         """The step's output, ``rows`` (all when None) in frames of ``OUT_ROWS``: the watermarked column made

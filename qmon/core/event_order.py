@@ -8,8 +8,10 @@ partition with records waiting at least one, even under ``job.max_offsets_per_tr
 nothing back.
 
 The **frontier** of a batch is the smallest, over the partitions it read, of the greatest ``ts`` read from
-each (``task_mark`` gives it for the partitions one input task read; the batch's is the smallest of its
-tasks'), less ``job.max_lateness``.  A record whose ``ts`` is below the frontier is applied, in the order
+each, less ``job.max_lateness``.  The batch's rows are spread over many hands (Spark's tasks) before anyone
+sees them all: each hand marks, for each partition it saw rows of, the greatest ``ts`` it saw (``marks``);
+the greatest of a partition's marks is the greatest read from it, whichever hands its rows went to
+(``frontier``).  A record whose ``ts`` is below the frontier is applied, in the order
 (``ts``, commands first, partition, offset), with the records held from earlier batches; a record at or
 above it is held until a later batch's frontier passes it.  A batch that reads nothing at all (every
 partition read to its end) releases every record held.
@@ -21,25 +23,27 @@ is applied at once, among the records released with it, and counted as late (``l
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 
-#: the frontier of an input task that read no record with a time (only dead letters): it holds nothing back
+#: the ``ts`` of a record that says "the input ends here": its partition holds nothing back
 NO_TIME = 2**63 - 1
 
 
-def task_mark(read: Iterable[tuple[object, int]]) -> int:
-    """The frontier one input task vouches for: of the partitions it read (``(partition, ts)`` for each record
-    with a time), the smallest greatest ``ts``; ``NO_TIME`` when it read none."""
-    greatest: dict[object, int] = {}
+def marks(read: Iterable[tuple[Hashable, int]]) -> dict[Hashable, int]:
+    """What one hand vouches for: for each partition it saw rows of (``(partition, ts)`` for each record
+    with a time), the greatest ``ts``."""
+    greatest: dict[Hashable, int] = {}
     for partition, ts in read:
         if ts > greatest.get(partition, -(2**63)):
             greatest[partition] = ts
-    return min(greatest.values(), default=NO_TIME)
+    return greatest
 
 
-def frontier(marks: Iterable[int], lateness_ms: int) -> int | None:
-    """The batch's frontier from its input tasks' marks, or None when the batch read nothing (release all)."""
-    lowest = min(marks, default=None)
+def frontier(marked: Iterable[tuple[Hashable, int]], lateness_ms: int) -> int | None:
+    """The batch's frontier from every hand's marks (``(partition, greatest ts)``): the smallest, over the
+    partitions, of their greatest mark, less the lateness; None when there is no mark (a batch that read no
+    record with a time: nothing holds back)."""
+    lowest = min(marks(marked).values(), default=None)
     if lowest is None:
         return None
     return lowest if lowest == NO_TIME else lowest - lateness_ms

@@ -1,5 +1,5 @@
 """Event-time order across partitions (``qmon.core.event_order``): however the partitions are split into
-micro-batches and input tasks, the records are applied in the order of one sort over all of them."""
+micro-batches and their rows over tasks, the records are applied in the order of one sort over all of them."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qmon.core.event_order import NO_TIME, advance, frontier, late, released, task_mark
+from qmon.core.event_order import NO_TIME, advance, frontier, late, marks, released
 
 
-def test_a_tasks_mark_is_its_slowest_partitions_greatest_ts():
-    assert task_mark([("a", 5), ("a", 9), ("b", 7), ("b", 3)]) == 7
-    assert task_mark([]) == NO_TIME
+def test_a_hand_marks_the_greatest_ts_it_saw_of_each_partition():
+    assert marks([("a", 5), ("a", 9), ("b", 7), ("b", 3)]) == {"a": 9, "b": 7}
+    assert marks([]) == {}
 
 
-def test_the_frontier_is_the_lowest_mark_less_the_lateness_and_none_when_nothing_was_read():
-    assert frontier([10_000, 7_000], 500) == 6_500
-    assert frontier([NO_TIME], 500) == NO_TIME  # tasks that read only dead letters hold nothing back
-    assert frontier([], 500) is None
+def test_the_frontier_is_the_slowest_partitions_greatest_mark_less_the_lateness():
+    # partition a's rows went to two hands (3 and 10,000): it has been read to 10,000; b to 7,000
+    assert frontier([("a", 3), ("b", 7_000), ("a", 10_000)], 500) == 6_500
+    assert frontier([("end", NO_TIME)], 500) == NO_TIME  # the end of the input holds nothing back
+    assert frontier([], 500) is None  # no record with a time: nothing to wait for
 
 
 def test_the_frontier_never_goes_back():
@@ -36,7 +37,8 @@ def run(partitions: list[list[tuple[int, int]]], rng: random.Random, lateness: i
     """Reads the partitions (each a list of (ts, rank), in ts order) batch by batch as Spark's Kafka source
     does: every partition with records left gives at least one to a batch, in offset order; the batch's
     partitions are split over input tasks at random.  Returns the records in the order applied, and how many
-    were late."""
+    were late.  Each row goes to one of three hands at random (Spark's tasks, before and after a shuffle), and
+    each hand marks what it saw."""
     pos = [0] * len(partitions)
     held: list[tuple[int, int, int, int]] = []  # (ts, rank, partition, offset)
     applied: list[tuple[int, int, int, int]] = []
@@ -49,12 +51,13 @@ def run(partitions: list[list[tuple[int, int]]], rng: random.Random, lateness: i
             n = rng.randint(1, len(partitions[p]) - pos[p])
             taken[p] = [(*partitions[p][o], p, o) for o in range(pos[p], pos[p] + n)]
             pos[p] += n
-        tasks: dict[int, list[int]] = {}
-        for p in taken:
-            tasks.setdefault(rng.randrange(3), []).append(p)
-        marks = [task_mark((p, r[0]) for p in ps for r in taken[p]) for ps in tasks.values()]
+        hands: dict[int, list[tuple[int, int]]] = {}
+        for p, rows in taken.items():
+            for r in rows:
+                hands.setdefault(rng.randrange(3), []).append((p, r[0]))
+        marked = [m for seen in hands.values() for m in marks(seen).items()]
         before = current
-        current = advance(current, frontier(marks, lateness))
+        current = advance(current, frontier(marked, lateness))
         new = [r for rows in taken.values() for r in rows]
         lates += sum(late(r[0], before) for r in new)
         rows = sorted(held + new)
@@ -86,7 +89,7 @@ def test_a_partition_that_was_idle_and_then_sends_the_past_is_applied_at_once_an
     lates = 0
     for batch in ([(0, t) for t in busy[:5]], [(0, t) for t in busy[5:]] + [(1, 15)], []):
         before = current
-        current = advance(current, frontier([task_mark(batch)] if batch else [], 0))
+        current = advance(current, frontier(marks(batch).items(), 0))
         lates += sum(late(ts, before) for _, ts in batch)
         rows = sorted(held + [(ts, p) for p, ts in batch])
         applied += [r for r in rows if released(r[0], current, not batch)]
@@ -97,5 +100,5 @@ def test_a_partition_that_was_idle_and_then_sends_the_past_is_applied_at_once_an
 
 def test_the_lateness_orders_a_record_that_far_behind_the_others():
     """With ``job.max_lateness`` 10, partition 1's record 5 behind partition 0's is still in order."""
-    current = advance(None, frontier([task_mark([(0, 20)])], 10))  # partition 0 read to 20; frontier 10
+    current = advance(None, frontier([(0, 20)], 10))  # partition 0 read to 20; frontier 10
     assert not late(15, current) and late(9, current)

@@ -335,9 +335,9 @@ def depth(g: Groups, queue: str) -> int:
     return stored.load_queue(g.shard()["queues"][queue])["depth"]
 
 
-def mark(ts: int) -> dict[str, Any]:
-    """An input task's frontier mark for the group (``streaming.event_order``)."""
-    return row("F", ts, seq=0, rank=0, shard=None, qmgr=None)
+def mark(ts: int, partition: int = 0) -> dict[str, Any]:
+    """A mark for the group (``streaming.event_order``): a hand saw ``partition`` read up to ``ts``."""
+    return row("F", ts, seq=0, rank=0, shard=None, qmgr=None, src_topic=0, src_partition=partition)
 
 
 def test_records_past_the_frontier_wait_and_a_batch_without_data_releases_them():
@@ -349,7 +349,7 @@ def test_records_past_the_frontier_wait_and_a_batch_without_data_releases_them()
     g = Groups(settings=settings)
     first = [put(1_000, "A", 1), put(3_000, "A", 2), row("A", 2_000, seq=1, event_id="b1", queue="B", op="PUT",
              msg_bytes=1, src_partition=1)]  # fmt: skip
-    g.rows(KEY, frame(*first, mark(2_000)))
+    g.rows(KEY, frame(*first, mark(3_000, 0), mark(1_500, 1), mark(2_000, 1)))  # (two hands saw partition 1)
     held = msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
     assert held["f"] == 2_000 and held["h"]["ts"] == [2_000, 3_000]
     assert g.timeouts[KEY] == max(g.watermark, 1)  # (timed out at the next batch whose watermark moves)

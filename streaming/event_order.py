@@ -121,26 +121,32 @@ class Held:
         marks = kinds == Kind.FRONTIER.value
         passing = kinds == Kind.PASS.value
         passed = pdf[passing] if passing.any() else None
-        records = pdf[~(marks | passing)] if (marks | passing).any() else pdf
         if not marks.any():  # a unit nobody marks (a structure not configured): nothing to wait for
+            records = pdf[~passing] if passed is not None else pdf
             return passed, self._with_held(records, order) if self.rows else records
         before = self.frontier
         marked = pdf[marks]
         sources = zip(marked["src_topic"].tolist(), marked["src_partition"].tolist(), strict=True)
         self.frontier = advance(before, frontier(zip(sources, marked["ts"].tolist(), strict=True), lateness_ms))
-        if before is not None:
-            counted = records["kind"].values != Kind.STRUCTURE_ACTIVITY.value  # (a record once, not its copy)
-            self.late += int((records["ts"].values[counted] < before).sum())
-        if self.rows:
-            records = self._with_held(records, order)
         now = self.frontier
-        keep = records["ts"].values >= now if now is not None else np.ones(len(records), dtype=bool)
+        ts = pdf["ts"].values
+        record = ~(marks | passing)
+        if before is not None:
+            counted = record & (kinds != Kind.STRUCTURE_ACTIVITY.value)  # (a record once, not its copy)
+            self.late += int((ts[counted] < before).sum())
+        if self.rows:  # the held records join this call's, in order, then all are sorted out again
+            records = self._with_held(pdf[record], order)
+            ts, record = records["ts"].values, np.ones(len(records), dtype=bool)
+        else:
+            records = pdf
+        keep = record & (ts >= now) if now is not None else record
         if keep.any():
             waiting = records[keep]
             self.rows = {c: waiting[c].tolist() for c in HELD_COLUMNS}
-            return passed, records[~keep]
-        self.rows = None
-        return passed, records
+        else:
+            self.rows = None
+        apply = record & ~keep
+        return passed, records if apply.all() else records.take(np.flatnonzero(apply))
 
     def _with_held(self, records: Any, order: Any) -> Any:
         """The held records and ``records`` as one frame of ``HELD_COLUMNS``, in order."""

@@ -46,13 +46,10 @@ PARTS = 4
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 
 
-def dedup_step(
-    routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int, unit_keys: list[tuple[str, str, int]]
-) -> DataFrame:
+def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -> DataFrame:
     """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked
-    column ``horizon``, the arrival clock ``ahead_ms`` ahead (``pipeline.HORIZON``), and the marks of event-time
-    order for every unit of ``unit_keys`` ((unit, unit_name, bucket); ``streaming.event_order``): the
-    operator ahead of the monitor."""
+    column ``horizon``, the arrival clock ``ahead_ms`` ahead (``pipeline.HORIZON``), and the marks of
+    event-time order (``streaming.event_order``): the operator ahead of the monitor."""
     activity = F.col("kind") == Kind.ACTIVITY.value
     timed = F.col("kind").isin(*TIMED)
     source = F.shiftleft(F.col("src_topic").cast("long"), SOURCE_BITS) + F.col("src_partition")
@@ -71,7 +68,7 @@ def dedup_step(
     )
     schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
-        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms, unit_keys),
+        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
         outputStructType=schema,
         outputMode="Append",
         timeMode="EventTime",

@@ -2,10 +2,10 @@
 each input partition has got, and what a unit holds until the frontier passes it.
 
 The marks are made by the duplicate check's step (``streaming.slice_check``), the one step ahead of the
-monitor whose Python side reads every row of a batch: each of its keys, once it has read its rows, adds for
-every unit one row of kind ``FRONTIER`` per input partition it saw (``src_topic``, ``src_partition``), its
-``ts`` the greatest of that partition's it saw (activity, commands and journal status: dead letters have no
-time).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per partition, the
+monitor whose Python side reads every row of a batch: each of its keys, once it has read its rows, adds one
+row of kind ``FRONTIER`` per input partition it saw (``src_topic``, ``src_partition``), its ``ts`` the
+greatest of that partition's it saw (activity, commands and journal status: dead letters have no time); the
+pipeline copies each mark to every unit (``pipeline.copies``).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per partition, the
 greatest of its marks: the greatest read from it in the batch (``qmon.core.event_order.frontier``).
 """
 
@@ -29,30 +29,23 @@ END_OF_INPUT = "qmon:end-of-input"
 SOURCE_BITS = 32
 
 
-def mark_rows(
-    greatest: dict[int, int], unit_keys: list[tuple[str, str, int]], encode: Callable[[dict[str, Any]], bytes]
-) -> list[bytes]:
-    """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen), for
-    every unit of ``unit_keys`` ((unit, unit_name, bucket)), as routed rows packed by ``encode``."""
-    out = []
-    for unit, name, bucket in unit_keys:
-        for source, ts in greatest.items():
-            out.append(
-                encode(
-                    {
-                        "unit": unit,
-                        "unit_name": name,
-                        "bucket": bucket,
-                        "kind": Kind.FRONTIER.value,
-                        "ts": ts,
-                        "rank": 0,
-                        "src_topic": source >> SOURCE_BITS,
-                        "src_partition": source & ((1 << SOURCE_BITS) - 1),
-                        "src_offset": 0,
-                    }
-                )
-            )
-    return out
+def mark_rows(greatest: dict[int, int], encode: Callable[[dict[str, Any]], bytes]) -> list[bytes]:
+    """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen), as
+    routed rows packed by ``encode``, for no unit yet (``pipeline.copies`` gives each to every unit)."""
+    mask = (1 << SOURCE_BITS) - 1
+    return [
+        encode(
+            {
+                "kind": Kind.FRONTIER.value,
+                "ts": ts,
+                "rank": 0,
+                "src_topic": source >> SOURCE_BITS,
+                "src_partition": source & mask,
+                "src_offset": 0,
+            }
+        )
+        for source, ts in greatest.items()
+    ]
 
 
 #: the columns of a held row kept in the unit's state (the rest are null for a held row, or Spark's own)

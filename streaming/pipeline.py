@@ -23,7 +23,7 @@ Steps:
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
 4. The duplicate check ahead of the monitor (``streaming.dedup``, ``qmon.core.dedup``) over one row a
-   record; the structures' rows are made after it (``structure_copies``).
+   record; the structures' rows are made after it (``copies``), and so are every unit's marks.
 5. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
@@ -359,7 +359,7 @@ def route(
 ) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the dead letters
     and invalid-command replies it passes through (kind P): one row a record, one pass over the input.  An
-    activity's copy for its structure (kind S) is made by ``structure_copies``, after the duplicate check
+    activity's copy for its structure (kind S) is made by ``copies``, after the duplicate check
     (``streaming.dedup``), so that a record and its copy have one verdict.
 
     A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
@@ -506,22 +506,32 @@ def route(
     return dec.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
-def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None = None) -> DataFrame:
+def copies(
+    routed: DataFrame, structure_buckets: dict[str, int] | None, unit_keys: list[tuple[str, str, int]]
+) -> DataFrame:
     """Each activity row that names a structure, and its copy for the structure's monitor (kind S, key
     ``(S, structure, placed bucket)``: the bucket places the structure's key on a partition of its own,
-    ``qmon.core.placement``)."""
+    ``qmon.core.placement``); each mark (``streaming.event_order``) once for every unit of ``unit_keys``
+    ((unit, unit_name, bucket))."""
     types = {f.name: f.dataType.simpleString() for f in ROUTED.fields}
-    changed = {
+
+    def row(changed: dict[str, Column]) -> Column:
+        return F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
+
+    copy = {
         "unit": F.lit(Unit.STRUCTURE.value),
         "unit_name": F.col("structure"),
         "bucket": _structure_bucket(F.col("structure"), structure_buckets),
         "shard": F.lit(None),
         "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
     }
-    same = F.struct(*[F.col(c) for c in ROUTED_COLUMNS])
-    copy = F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
+    marks = [row({"unit": F.lit(u), "unit_name": F.lit(n), "bucket": F.lit(b)}) for u, n, b in unit_keys]
     copied = (F.col("kind") == Kind.ACTIVITY.value) & F.col("structure").isNotNull()
-    rows = F.when(copied, F.array(same, copy)).otherwise(F.array(same))
+    rows = (
+        F.when(copied, F.array(row({}), row(copy)))
+        .when(F.col("kind") == Kind.FRONTIER.value, F.array(*marks))
+        .otherwise(F.array(row({})))
+    )
     return routed.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
@@ -566,12 +576,12 @@ def build(
         dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets, queue_units)
     routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
-    # the check reads one row a record (the structures' copies are made after it), and marks for every unit
-    # how far each input partition has got
+    # the check reads one row a record (the structures' copies are made after it), and marks how far each
+    # input partition has got; each mark is then copied to every unit
+    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
     unit_keys = [(Unit.QUEUES.value, "", int(b)) for b in (queue_units or [0])]
     unit_keys += [(Unit.STRUCTURE.value, name, int(b)) for name, b in sorted((structure_buckets or {}).items())]
-    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000, unit_keys)
-    routed = structure_copies(checked, structure_buckets)
+    routed = copies(checked, structure_buckets, unit_keys)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms, max_lateness_ms)
     events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")

@@ -92,9 +92,8 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int, horizon: str, ahead_ms: int, unit_keys: list[tuple[str, str, int]]) -> None:
+    def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
         self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms
-        self.unit_keys = unit_keys
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -117,10 +116,10 @@ class SliceCheck(StatefulProcessor):
             return
         h, r = np.concatenate(hms), np.concatenate(rest)
         del hms, rest
-        yield from self._marks(np.concatenate(sources), np.concatenate(times), int(h.min()))
+        marks = self._marks(np.concatenate(sources), np.concatenate(times))
         if int(key[0]) < 0:  # not activity: nothing to check; the end of the input only marks
             t = np.concatenate(times)
-            yield from self._out(h, r, None if (t != NO_TIME).all() else np.flatnonzero(t != NO_TIME))
+            yield from self._out(h, r, None if (t != NO_TIME).all() else np.flatnonzero(t != NO_TIME), marks)
             return
         d = np.concatenate(digests)
         order = first_copies_order(d, r)
@@ -135,22 +134,21 @@ class SliceCheck(StatefulProcessor):
             clock = int(h.max()) - self.ahead_ms
             clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
-        if keep.any():  # (all kept: no record came twice, and ``order`` is the rows' own)
-            yield from self._out(h, r, None if keep.all() else order[keep])
+        # (all kept: no record came twice, and ``order`` is the rows' own)
+        yield from self._out(h, r, None if keep.all() else order[keep], marks)
 
-    def _marks(self, sources: np.ndarray, times: np.ndarray, lowest_hms: int) -> Iterator[pd.DataFrame]:
-        """Every unit's marks of what this key saw (``streaming.event_order``): per input partition (``dsrc``;
-        -1: a row with no time), the greatest ``ts``; the watermarked column the key's lowest, so that a mark
-        never moves the watermark."""
+    @staticmethod
+    def _marks(sources: np.ndarray, times: np.ndarray) -> list[bytes]:
+        """The marks of what this key saw (``streaming.event_order``): per input partition (``dsrc``; -1: a
+        row with no time), the greatest ``ts``, packed; the pipeline copies each for every unit."""
         import io
 
         import fastavro
         import numpy as np
-        import pandas as pd
 
         timed = sources >= 0
         if not timed.any():
-            return
+            return []
         sources, times = sources[timed], times[timed]
         greatest = {int(s): int(times[sources == s].max()) for s in np.unique(sources)}
 
@@ -159,16 +157,26 @@ class SliceCheck(StatefulProcessor):
             fastavro.schemaless_writer(buf, _rest_schema(), row)
             return buf.getvalue()
 
-        packed = mark_rows(greatest, self.unit_keys, encode)
-        at = pd.to_datetime(np.full(len(packed), lowest_hms, dtype=np.int64), unit="ms", utc=True)
-        yield pd.DataFrame({self.horizon: at, "rest": packed})
+        return mark_rows(greatest, encode)
 
-    def _out(self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None) -> Iterator[pd.DataFrame]:
-        """The step's output, ``rows`` (all when None) in frames of ``OUT_ROWS``: the watermarked column made
-        again from its milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup)."""
+    def _out(
+        self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None, marks: list[bytes]
+    ) -> Iterator[pd.DataFrame]:
+        """The step's output, ``rows`` (all when None) then ``marks``, in frames of ``OUT_ROWS``: the
+        watermarked column made again from its milliseconds (a timestamp column costs PySpark a
+        ``pd.Timestamp`` a row to regroup); a mark's the key's lowest, so that it never moves the watermark."""
+        import numpy as np
         import pandas as pd
 
-        if rows is not None:
+        if marks:
+            lowest = np.full(len(marks), hms.min(), dtype=np.int64)
+            packed = np.empty(len(marks), dtype=object)
+            packed[:] = marks
+            hms, rest = (
+                np.concatenate([hms if rows is None else hms[rows], lowest]),
+                np.concatenate([rest if rows is None else rest[rows], packed]),
+            )
+        elif rows is not None:
             hms, rest = hms[rows], rest[rows]
         for a in range(0, len(hms), OUT_ROWS):
             at = pd.to_datetime(hms[a : a + OUT_ROWS], unit="ms", utc=True)

@@ -136,5 +136,5 @@ def test_the_processor_s_module_imports_neither_numpy_pandas_nor_fastavro():
 def test_a_key_without_rows_gives_nothing_and_touches_no_state():
     from qmon.streaming.slice_check import SliceCheck
 
-    check = SliceCheck(600_000, "HORIZON", 0, [])  # (no handle: a key without rows must not need one)
+    check = SliceCheck(600_000, "HORIZON", 0)  # (no handle: a key without rows must not need one)
     assert list(check.handleInputRows((1, 0), iter([]), None)) == []

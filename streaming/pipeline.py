@@ -41,14 +41,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StringType
 
-from qmon.connectors.avro import schema_text
+from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
 from qmon.core.event_order import NO_TIME
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
 from qmon.streaming.event_order import END_OF_INPUT
-from qmon.streaming.rows import LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
+from qmon.streaming.rows import ACTIVITY, LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
 
@@ -108,15 +108,6 @@ def _ts_check(col: str = "r.ts") -> tuple[Column, str, Column]:
     )
 
 
-def _required_fields(record: str) -> list[str]:
-    import json
-
-    def nullable(t: Any) -> bool:
-        return t == "null" or (isinstance(t, list) and "null" in t)
-
-    return [f["name"] for f in json.loads(schema_text(record))["fields"] if not nullable(f["type"])]
-
-
 def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
     """Column ``col``: the value decoded as ``record`` when it was read from ``topic``, else null.
 
@@ -128,7 +119,7 @@ def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
     mine = F.col("topic") == topic
     df = df.withColumn(col, from_avro(F.when(mine, F.col("_body")), schema, {"mode": "PERMISSIVE"}))
     decoded = mine & F.col(col).isNotNull()
-    for field in _required_fields(record):
+    for field in required_fields(record):
         decoded = decoded & F.col(f"{col}.{field}").isNotNull()
     whole = F.length(to_avro(F.col(col), schema)) == F.length(F.col("_body"))
     return df.withColumn(col, F.when(decoded, F.when(whole, F.col(col))))
@@ -407,19 +398,9 @@ def route(
         out_key=F.col("rc.command_id"),
         out_value=to_avro(reply, schema_text("CommandReply")),
     )
-    fields = dict(
-        qmgr=F.col("ra.qmgr"),
-        event_id=F.col("ra.event_id"),
-        queue=F.col("ra.queue"),
-        op=F.col("ra.op"),
-        ts=F.unix_millis("ra.ts"),
-        depth_after=F.col("ra.depth_after"),
-        msg_bytes=F.col("ra.msg_bytes"),
-        structure=F.col("ra.structure"),
-        reason=F.col("ra.reason"),
-        reply=F.lit(False),
-        rank=F.lit(1),
-    )
+    # each field of the decoded record to its routed column (ts as epoch ms)
+    fields = {name: F.col(f"ra.{name}") for name, _ in ACTIVITY}
+    fields.update(ts=F.unix_millis("ra.ts"), reply=F.lit(False), rank=F.lit(1))
     shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets))
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),

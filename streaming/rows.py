@@ -1,7 +1,8 @@
 """The operator's rows, declared once: what ``route`` hands the stateful operator and what it returns.
 
-Every column list and DDL string is derived from these StructTypes; the kinds and units are enums whose
-values are the one-letter codes that travel in the rows.
+Every column list and DDL string is derived from these StructTypes; the activity's columns are derived from
+its Avro schema (``avro/QueueActivity.avsc``); the kinds and units are enums whose values are the one-letter
+codes that travel in the rows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from qmon.connectors.schema import fields
 
 
 class Unit(StrEnum):
@@ -43,6 +46,20 @@ def _fields(*spec: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, typ, nullable=True) for name, typ in spec])
 
 
+#: A QueueActivity field's routed type, by its Avro type: every number travels as a long (``ts``, a
+#: timestamp, as epoch ms), an enum as its symbol.
+_ROUTED_TYPE: dict[str, DataType] = {
+    "string": StringType(),
+    "enum": StringType(),
+    "int": LongType(),
+    "long": LongType(),
+    "timestamp-millis": LongType(),
+}
+
+#: QueueActivity's fields as routed columns (name, type), in the schema's order.
+ACTIVITY = [(f.name, _ROUTED_TYPE[f.type]) for f in fields("QueueActivity")]
+
+
 #: What the operator receives (one row per routed record).
 ROUTED = _fields(
     ("unit", StringType()),  # Unit
@@ -50,15 +67,11 @@ ROUTED = _fields(
     ("bucket", IntegerType()),
     ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_buckets) the row is for
     ("kind", StringType()),  # Kind
+    # the activity's columns (ACTIVITY), qmgr first; rows of other kinds use some of them: a command's and a
+    # journal's qmgr, event_id (a command's: its command_id) and ts (event time, epoch ms), a command's queue
+    # (the object it names)
     ("qmgr", StringType()),
-    ("event_id", StringType()),  # the record's event_id, or the command's command_id
-    ("queue", StringType()),  # activity: the queue; a command: the object it names
-    ("op", StringType()),  # PUT, GET, START
-    ("ts", LongType()),  # event time, epoch ms
-    ("depth_after", LongType()),
-    ("msg_bytes", LongType()),
-    ("structure", StringType()),
-    ("reason", LongType()),
+    *[column for column in ACTIVITY if column[0] != "qmgr"],
     ("payload", StringType()),  # COMMAND: the MQSC text; JOURNAL: the status as JSON
     ("reply", BooleanType()),  # COMMAND: this shard answers it
     ("rank", IntegerType()),  # at equal ts, commands (0) apply before activity (1)

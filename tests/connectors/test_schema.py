@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from qmon.app.simulator import Simulator
+from qmon.connectors.jsonl import _ACTIVITY_REQUIRED
 from qmon.connectors.schema import Field, field_names, fields, required_fields, schema_text
 from qmon.core import pcf, topics
 from qmon.core.records import Activity
@@ -41,6 +42,10 @@ def test_the_rules_activity_has_the_schema_s_fields_in_its_order_then_where_it_c
     # in order: the Spark operator makes ``Activity`` objects from its columns by position (``Activity._make``)
     names = field_names("QueueActivity")
     assert Activity._fields == (*names, "clock", "seq")
+
+
+def test_the_jsonl_loader_needs_every_required_field_but_the_event_id_it_can_make_up():
+    assert _ACTIVITY_REQUIRED == ("qmgr", "queue", "op", "ts")
 
 
 def test_the_records_producers_make_carry_exactly_the_schema_s_fields():

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from qmon.core.event_order import advance, frontier
-from qmon.streaming.rows import Kind
+from qmon.streaming.rows import ROUTED_COLUMNS, Kind
 
 #: the kinds of row whose ``ts`` is the record's event time (an end of input's: the greatest there is)
 TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value, Kind.END.value)
@@ -48,30 +48,9 @@ def mark_rows(greatest: dict[int, int], encode: Callable[[dict[str, Any]], bytes
     ]
 
 
-#: the columns of a held row kept in the unit's state (the rest are null for a held row, or Spark's own)
-HELD_COLUMNS = (
-    "unit",
-    "unit_name",
-    "bucket",
-    "shard",
-    "kind",
-    "qmgr",
-    "event_id",
-    "queue",
-    "op",
-    "ts",
-    "depth_after",
-    "msg_bytes",
-    "structure",
-    "reason",
-    "payload",
-    "reply",
-    "rank",
-    "src_topic",
-    "src_partition",
-    "src_offset",
-    "clock",
-)
+#: the columns of a held row kept in the unit's state: all of a routed row's but the pass-through output's
+#: (a held row is a record, never a pass-through row)
+HELD_COLUMNS = tuple(c for c in ROUTED_COLUMNS if not c.startswith("out_"))
 
 
 class Held:

@@ -1,7 +1,7 @@
 """The activity's routed columns are read from its Avro schema (``rows.ACTIVITY``); the routed row they are
 part of is spelled out here, column by column.  A field added to ``avro/QueueActivity.avsc`` adds a routed
-column: this test fails until the change is looked at (the rows an operator holds back for event-time order,
-``streaming.event_order.HELD_COLUMNS``, name their columns one by one)."""
+column: this test fails until the change is looked at (the operator reads an activity's columns one by one,
+``streaming.operators``)."""
 
 from __future__ import annotations
 

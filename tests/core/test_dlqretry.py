@@ -1,10 +1,11 @@
-"""The DLQ handler's schedule (pure, ``qmon.core.dlqrules``): when a record's next attempt is due,
+"""The DLQ handler's retry schedule (pure, ``qmon.core.dlqretry``): when a record's next attempt is due,
 which rule and attempt come next, when a record is ignored for good -- time is an argument, nothing
 sleeps, and attempt counts are never reset."""
 
 from __future__ import annotations
 
-from qmon.core.dlqrules import Progress, Schedule, advance, decide, next_step, parse_rules
+from qmon.core.dlqretry import Progress, Schedule, advance, decide, next_step
+from qmon.core.dlqrules import parse_rules
 
 PUT = 1_000.0  # the dead letter's put time, epoch seconds
 

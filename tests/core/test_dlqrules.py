@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from qmon.core.dlqrules import RulesError, decide, parse_rules
+from qmon.core.dlqretry import decide
+from qmon.core.dlqrules import RulesError, parse_rules
 
 IBM_SAMPLE = """\
 * An example rules table for the runmqdlq command

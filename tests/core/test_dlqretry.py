@@ -39,6 +39,34 @@ class Recorder:
         return topic in self.ok
 
 
+def test_first_matching_rule_its_retries_then_the_next_rule_then_ignore():
+    t = parse_rules(
+        "REASON(65537) ACTION(FWD) FWDQ(missing) RETRY(3)\n"
+        "DESTQ(nomatch) ACTION(DISCARD)\n"
+        "ACTION(FWD) FWDQ(exists) RETRY(2)\n"
+    )
+    calls = []
+
+    def attempt(rule, topic, n):
+        calls.append((topic, n))
+        return topic == "exists"
+
+    out = decide(t, dl(), attempt)
+    assert calls == [("missing", 0), ("missing", 1), ("missing", 2), ("exists", 0)]
+    assert (out.action, out.rule.line, out.attempts, out.topic) == ("FWD", 3, 4, "exists")
+
+    calls.clear()
+    out = decide(t, dl(), lambda rule, topic, n: calls.append(topic) or False)
+    assert out.action == "IGNORE" and out.rule is None and len(calls) == 5  # all attempts used up
+
+
+def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
+    t = parse_rules("REASON(65542) ACTION(DISCARD)\nREASON(65539) ACTION(RETRY)")
+    assert decide(t, dl(), lambda *a: True).action == "IGNORE"
+    out = decide(t, dl(reason=65539), lambda *a: True)
+    assert (out.action, out.topic) == ("RETRY", "qmon.activity")
+
+
 def test_a_retry_rule_is_due_retryint_after_the_put_time_then_retryint_after_each_failure():
     t = parse_rules("RETRYINT(10)\nACTION(RETRY) RETRY(3)")
     step = next_step(t, dl(), Progress())

@@ -3,8 +3,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: help setup servers demo test test-fast lint format typecheck docs ci bench wheel clean
+.PHONY: help setup servers demo test test-fast lint format typecheck docs ci bench wheel dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -38,7 +39,7 @@ test: setup servers ## set up, then run the whole test suite (real Kafka broker,
 test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka)
 	$(VENV)/bin/pytest -m "not spark and not kafka"
 
-SOURCES := qmon streaming connectors tests benchmarks
+SOURCES := qmon streaming connectors tests benchmarks deploy
 
 lint: setup ## ruff (lint rules, formatting) and import-linter (the layers; see pyproject.toml)
 	$(VENV)/bin/ruff check $(SOURCES)
@@ -47,6 +48,11 @@ lint: setup ## ruff (lint rules, formatting) and import-linter (the layers; see 
 
 wheel: setup ## build the wheel into dist/ (what docker/Dockerfile installs)
 	$(PY) -m pip wheel --no-deps --quiet . -w dist
+
+# PYTHON=/usr/bin/python3.11 (say): the archive's bin/python links to the interpreter at that path, which every
+# host that runs it needs (docs/guides/cluster.md)
+dist: wheel ## the wheel and dist/qmon-env.tar.gz: qmon and its dependencies in a packed virtualenv, for spark-submit --archives
+	$(PY) deploy/pack_env.py dist/qmon-$(VERSION)-py3-none-any.whl dist/qmon-env.tar.gz --python $(PYTHON)
 
 format: setup ## ruff: format the code and apply the safe lint fixes
 	$(VENV)/bin/ruff format $(SOURCES)

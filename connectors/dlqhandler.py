@@ -1,7 +1,8 @@
 """``qmon dlq-handler``: works ``qmon.dlq`` down with a rules table (IBM MQ, *The DLQ handler rules table*).
 
-The decisions are ``qmon.core.dlqrules``' (pure): which rule and attempt come next for a record, when
-that attempt is due, when a record is ignored for good.  This module only moves records.
+The decisions are ``qmon.core.dlqretry``'s (pure), over the table ``qmon.core.dlqrules`` parses: which rule
+and attempt come next for a record, when that attempt is due, when a record is ignored for good.  This
+module only moves records.
 
 **Never blocking.**  A record whose next attempt is not due yet (a RETRY waits RETRYINT after the
 record's put time; a failed attempt is repeated RETRYINT later) waits in a schedule ordered by due
@@ -57,7 +58,8 @@ from qmon.connectors import avro
 from qmon.connectors.kafka import client_config
 from qmon.core import topics
 from qmon.core.config import KafkaSecurity
-from qmon.core.dlqrules import Advance, Outcome, Progress, Rule, RulesTable, Schedule, advance, next_step, put_seconds
+from qmon.core.dlqretry import Advance, Outcome, Progress, Schedule, advance, next_step, put_seconds
+from qmon.core.dlqrules import Rule, RulesTable
 
 logger = logging.getLogger(__name__)
 

@@ -171,7 +171,7 @@ def with_java_options(
 
 
 def session_options(
-    master: str,
+    master: str | None,
     app_name: str,
     shuffle_partitions: int,
     extra: dict[str, Any] | None = None,
@@ -183,8 +183,9 @@ def session_options(
     """qmon's settings for a session on ``master``.
 
     ``defaults`` are the settings the user gave Spark itself (``spark-defaults.conf``, or spark-submit's
-    ``--conf``): each wins over qmon's own default for its key; ``master``, ``app_name`` and ``extra`` are the
-    caller's and apply.  Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
+    ``--master`` and ``--conf``): each wins over qmon's own default for its key; ``master``, ``app_name`` and
+    ``extra`` are the caller's and apply.  A ``master`` of None is the one Spark was given (spark-submit's, or
+    ``spark-defaults.conf``'s ``spark.master``), else ``local[*]``.  Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
     ``spark.driver.bindAddress``, else the host name's address): a cluster's executors connect back to the
     driver at the address it advertises, so qmon sets none for a cluster master.  A ``local`` master has no
     other host: its driver binds to and advertises loopback, unless the user named an address anywhere."""
@@ -213,6 +214,7 @@ def session_options(
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     }
     options = {k: v for k, v in own.items() if k not in defaults}
+    master = master or defaults.get("spark.master") or "local[*]"
     options.update({"spark.master": master, "spark.app.name": app_name, **(extra or {})})
     named = "SPARK_LOCAL_IP" in environ or any(k in options or k in defaults for k in _ADDRESS_KEYS)
     if master.startswith("local") and not named:
@@ -221,7 +223,7 @@ def session_options(
 
 
 def session(
-    master: str = "local[*]",
+    master: str | None = None,
     app_name: str = "qmon",
     shuffle_partitions: int = 4,
     extra: dict[str, Any] | None = None,

@@ -403,7 +403,10 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("run", help="run the streaming job against a Kafka cluster")
     common(sp)
     sp.add_argument("--checkpoint", help="checkpoint directory (state and offsets; keep it to restart)")
-    sp.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    sp.add_argument(
+        "--master",
+        help="Spark master (default: job.master, else spark-submit's or spark-defaults.conf's, else local[*])",
+    )
     sp.add_argument(
         "--available-now",
         action="store_true",
@@ -415,7 +418,10 @@ def parser() -> argparse.ArgumentParser:
     common(sp, bootstrap=False)
     sp.add_argument("input")
     sp.add_argument("--output", help="write the output records here (JSONL); default standard output")
-    sp.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    sp.add_argument(
+        "--master",
+        help="Spark master (default: job.master, else spark-submit's or spark-defaults.conf's, else local[*])",
+    )
     sp.set_defaults(func=cmd_replay)
 
     sp = sub.add_parser("kafka", help="a local Apache Kafka broker (KRaft) on loopback")

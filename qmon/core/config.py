@@ -103,7 +103,11 @@ class JobConfig(_Model):
         description="a local checkpoint's files through Java's file API (nio) or Hadoop's local file system, "
         "which runs chmod in a child process for every file it writes (hadoop)",
     )
-    master: str = Field("local[*]", description="Spark master (--master): local[N], spark://host:7077, ...")
+    master: str | None = Field(
+        None,
+        description="Spark master (--master): local[N], spark://host:7077, yarn, k8s://...; unset, the master "
+        "Spark was given (spark-submit's --master, spark-defaults.conf's spark.master), else local[*]",
+    )
     trigger: str = Field("1 second", description="micro-batch interval (a duration)")
     shuffle_partitions: int = Field(
         4, ge=1, le=10_000, description="Spark's shuffle partitions; a new checkpoint keeps the number it started with"

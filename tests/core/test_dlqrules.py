@@ -1,10 +1,10 @@
-"""The rules table parser, matcher and the handler's decision (pure; IBM MQ, *The DLQ handler rules table*)."""
+"""The rules table parser and matcher (pure; IBM MQ, *The DLQ handler rules table*)."""
 
 from __future__ import annotations
 
 import pytest
 
-from qmon.core.dlqrules import RulesError, decide, parse_rules
+from qmon.core.dlqrules import RulesError, parse_rules
 
 IBM_SAMPLE = """\
 * An example rules table for the runmqdlq command
@@ -125,34 +125,6 @@ def test_matching_wildcards_numbers_and_symbols():
 def test_forward_queue_substitutes_destq():
     rule = parse_rules("ACTION(FWD) FWDQ(&DESTQ.undecodable)").rules[0]
     assert rule.forward_topic(dl()) == "qmon.activity.undecodable"
-
-
-def test_first_matching_rule_its_retries_then_the_next_rule_then_ignore():
-    t = parse_rules(
-        "REASON(65537) ACTION(FWD) FWDQ(missing) RETRY(3)\n"
-        "DESTQ(nomatch) ACTION(DISCARD)\n"
-        "ACTION(FWD) FWDQ(exists) RETRY(2)\n"
-    )
-    calls = []
-
-    def attempt(rule, topic, n):
-        calls.append((topic, n))
-        return topic == "exists"
-
-    out = decide(t, dl(), attempt)
-    assert calls == [("missing", 0), ("missing", 1), ("missing", 2), ("exists", 0)]
-    assert (out.action, out.rule.line, out.attempts, out.topic) == ("FWD", 3, 4, "exists")
-
-    calls.clear()
-    out = decide(t, dl(), lambda rule, topic, n: calls.append(topic) or False)
-    assert out.action == "IGNORE" and out.rule is None and len(calls) == 5  # all attempts used up
-
-
-def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
-    t = parse_rules("REASON(65542) ACTION(DISCARD)\nREASON(65539) ACTION(RETRY)")
-    assert decide(t, dl(), lambda *a: True).action == "IGNORE"
-    out = decide(t, dl(reason=65539), lambda *a: True)
-    assert (out.action, out.topic) == ("RETRY", "qmon.activity")
 
 
 # ---------------------------------------------------------------- MQ's value conventions

@@ -305,3 +305,17 @@ def test_settings_given_to_spark_win_over_qmons_own_defaults_and_the_callers_do_
     assert out["spark.master"] == "spark://m:7077"  # --master and job.master are the caller's
     assert out["spark.executor.cores"] == "2"
     assert out["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+
+
+def test_with_no_master_of_its_own_the_job_runs_on_the_one_spark_was_given():
+    """spark-submit's ``--master`` (in the settings it gives the session), else ``spark-defaults.conf``'s, else
+    every core of this host; a master qmon is given (``--master``, ``job.master``) wins over both."""
+    from qmon.core.config import Config
+    from qmon.streaming.spark import session_options
+
+    assert Config().job.master is None
+    k8s = {"spark.master": "k8s://https://kubernetes.default.svc:443"}
+    out = session_options(None, "qmon", 4, defaults=k8s, environ={})
+    assert out["spark.master"] == k8s["spark.master"] and "spark.driver.host" not in out
+    assert session_options(None, "qmon", 4, environ={})["spark.master"] == "local[*]"
+    assert session_options("local[2]", "qmon", 4, defaults=k8s, environ={})["spark.master"] == "local[2]"

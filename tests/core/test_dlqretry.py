@@ -1,10 +1,11 @@
-"""The DLQ handler's schedule (pure, ``qmon.core.dlqrules``): when a record's next attempt is due,
+"""The DLQ handler's retry schedule (pure, ``qmon.core.dlqretry``): when a record's next attempt is due,
 which rule and attempt come next, when a record is ignored for good -- time is an argument, nothing
 sleeps, and attempt counts are never reset."""
 
 from __future__ import annotations
 
-from qmon.core.dlqrules import Progress, Schedule, advance, decide, next_step, parse_rules
+from qmon.core.dlqretry import Progress, Schedule, advance, decide, next_step
+from qmon.core.dlqrules import parse_rules
 
 PUT = 1_000.0  # the dead letter's put time, epoch seconds
 
@@ -36,6 +37,34 @@ class Recorder:
     def __call__(self, rule, topic, n):
         self.calls.append((topic, n))
         return topic in self.ok
+
+
+def test_first_matching_rule_its_retries_then_the_next_rule_then_ignore():
+    t = parse_rules(
+        "REASON(65537) ACTION(FWD) FWDQ(missing) RETRY(3)\n"
+        "DESTQ(nomatch) ACTION(DISCARD)\n"
+        "ACTION(FWD) FWDQ(exists) RETRY(2)\n"
+    )
+    calls = []
+
+    def attempt(rule, topic, n):
+        calls.append((topic, n))
+        return topic == "exists"
+
+    out = decide(t, dl(), attempt)
+    assert calls == [("missing", 0), ("missing", 1), ("missing", 2), ("exists", 0)]
+    assert (out.action, out.rule.line, out.attempts, out.topic) == ("FWD", 3, 4, "exists")
+
+    calls.clear()
+    out = decide(t, dl(), lambda rule, topic, n: calls.append(topic) or False)
+    assert out.action == "IGNORE" and out.rule is None and len(calls) == 5  # all attempts used up
+
+
+def test_no_matching_rule_means_ignore_and_retry_goes_to_the_original_topic():
+    t = parse_rules("REASON(65542) ACTION(DISCARD)\nREASON(65539) ACTION(RETRY)")
+    assert decide(t, dl(), lambda *a: True).action == "IGNORE"
+    out = decide(t, dl(reason=65539), lambda *a: True)
+    assert (out.action, out.topic) == ("RETRY", "qmon.activity")
 
 
 def test_a_retry_rule_is_due_retryint_after_the_put_time_then_retryint_after_each_failure():

@@ -4,9 +4,12 @@ each input partition has got, and what a unit holds until the frontier passes it
 The marks are made by the duplicate check's step (``streaming.slice_check``), the one step ahead of the
 monitor whose Python side reads every row of a batch: each of its keys, once it has read its rows, adds one
 row of kind ``FRONTIER`` per input partition it saw (``src_topic``, ``src_partition``), its ``ts`` the
-greatest of that partition's it saw (activity, commands and journal status: dead letters have no time); the
-pipeline copies each mark to every unit (``pipeline.copies``).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per partition, the
-greatest of its marks: the greatest read from it in the batch (``qmon.core.event_order.frontier``).
+greatest of that partition's it saw (activity, commands and journal status: dead letters have no time), or
+``NO_TIME`` when it saw the partition's last offset of a run that stops at known offsets (``--available-now``:
+a partition read to its end holds nothing back); the pipeline copies each mark to every unit
+(``pipeline.copies``).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per
+partition, the greatest of its marks: the greatest read from it in the batch
+(``qmon.core.event_order.frontier``).  A batch whose every partition ended releases everything held.
 """
 
 from __future__ import annotations
@@ -14,24 +17,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from qmon.core.event_order import advance, frontier
+from qmon.core.event_order import NO_TIME, advance, frontier
 from qmon.streaming.rows import ROUTED_COLUMNS, Kind
 
-#: the kinds of row whose ``ts`` is the record's event time (an end of input's: the greatest there is)
-TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value, Kind.END.value)
+#: the kinds of row whose ``ts`` is the record's event time (a dead letter has none)
+TIMED = (Kind.ACTIVITY.value, Kind.COMMAND.value, Kind.JOURNAL.value)
 
-#: The ``command_id`` of a ControlCommand that says "the input ends here" (``job.run`` sends one after a
-#: ``--available-now`` run has read its input, and reads it in one more batch): no command, no reply; its
-#: partition's mark is the greatest time there is, so a batch that reads it alone releases every record held.
-END_OF_INPUT = "qmon:end-of-input"
+#: the step's ``dts`` of a row with no time
+UNTIMED = -(2**63)
 
 #: a row's input partition as one number (the step's ``dsrc``): topic << SOURCE_BITS | partition
 SOURCE_BITS = 32
 
 
+def source(topic: int, partition: int) -> int:
+    """An input partition as one number (``topic``: its ``src_topic``)."""
+    return (topic << SOURCE_BITS) | partition
+
+
 def mark_rows(greatest: dict[int, int], encode: Callable[[dict[str, Any]], bytes]) -> list[bytes]:
-    """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen), as
-    routed rows packed by ``encode``, for no unit yet (``pipeline.copies`` gives each to every unit)."""
+    """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen, or
+    ``NO_TIME`` for a partition it saw read to its end), as routed rows packed by ``encode``, for no unit yet
+    (``pipeline.copies`` gives each to every unit)."""
     mask = (1 << SOURCE_BITS) - 1
     return [
         encode(
@@ -61,6 +68,7 @@ class Held:
         self.frontier: int | None = stored.get("f")
         self.rows: dict[str, list[Any]] | None = stored.get("h")
         self.late = 0  # records of this call that came after the frontier had passed them
+        self.ended = False  # this call read the end of the input
 
     def stored(self) -> dict[str, Any]:
         out: dict[str, Any] = {"f": self.frontier}
@@ -99,7 +107,11 @@ class Held:
         before = self.frontier
         marked = pdf[marks]
         sources = zip(marked["src_topic"].tolist(), marked["src_partition"].tolist(), strict=True)
-        self.frontier = advance(before, frontier(zip(sources, marked["ts"].tolist(), strict=True), lateness_ms))
+        batch = frontier(zip(sources, marked["ts"].tolist(), strict=True), lateness_ms)
+        # the end of the input (every partition the batch read ended with it): everything held is applied
+        self.ended = batch == NO_TIME
+        if not self.ended:
+            self.frontier = advance(before, batch)
         now = self.frontier
         ts = pdf["ts"].values
         record = ~(marks | passing)
@@ -111,7 +123,12 @@ class Held:
             ts, record = records["ts"].values, np.ones(len(records), dtype=bool)
         else:
             records = pdf
-        keep = record & (ts >= now) if now is not None else record
+        if self.ended:
+            keep = np.zeros(len(records), dtype=bool)
+            if record.any():
+                self.frontier = advance(before, int(ts[record].max()) + 1)
+        else:
+            keep = record & (ts >= now) if now is not None else record
         if keep.any():
             waiting = records[keep]
             self.rows = {c: waiting[c].tolist() for c in HELD_COLUMNS}

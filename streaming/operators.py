@@ -249,8 +249,11 @@ class _Unit:
         """The rules over a monitor's rows in order: (emits with their order, the newest ts)."""
         raise NotImplementedError
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
-        """A key's rows (none passed through): its monitors' emits, a list per monitor."""
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
+        """A key's rows (none passed through): its monitors' emits, a list per monitor; with ``flush`` (the end
+        of the input), each monitor's snapshot due or not."""
         raise NotImplementedError
 
     def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
@@ -262,9 +265,12 @@ class _Unit:
         dues = [at for at in (self.due(mon), mon.snapshot_due()) if at is not None]
         return min(dues) if dues else None
 
-    def step(self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None) -> list[tuple[int, int, Emit]]:
+    def step(
+        self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None, flush: bool = False
+    ) -> list[tuple[int, int, Emit]]:
         """One monitor's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
-        has already reached are run at once, as a timer that fires in the same batch."""
+        has already reached are run at once, as a timer that fires in the same batch.  With ``flush`` (the end of
+        the input), the snapshot is taken now if one is waiting: no later batch moves the arrival clock to it."""
         emits, newest = self.apply(name, mon, pdf)
         if watermark is not None:
             for _ in range(3):  # a deadline due now; running it may make another one due (rarely)
@@ -275,7 +281,11 @@ class _Unit:
         self.expire_idle_queues(mon, newest)
         newest_clock = pdf["clock"].max()  # (the arrival clock: the snapshot's pace)
         clock = max(int(newest_clock) if newest_clock == newest_clock else 0, watermark or 0)
-        emits.extend((-1, e.record["ts"], e) for e in mon.snapshot(clock))
+        snapshot = mon.snapshot(clock)
+        due = mon.snapshot_due() if flush and not snapshot else None  # (it has noted what waits for it)
+        if due is not None:
+            snapshot = mon.snapshot(max(clock, due))
+        emits.extend((-1, e.record["ts"], e) for e in snapshot)
         return emits
 
     def tick(self, mon: Any, watermark: int) -> list[tuple[int, int, Emit]]:
@@ -286,9 +296,10 @@ class _Unit:
         return [(-1, e.record["ts"], e) for e in out]
 
     def rows(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None, flush: bool = False
     ) -> Iterator[pd.DataFrame]:
-        """A key's rows in a batch (rows passed through first, and without loading the state)."""
+        """A key's rows in a batch (rows passed through first, and without loading the state); ``flush``: they
+        end the input."""
         passing = pdf["kind"].values == Kind.PASS
         if passing.any():
             yield passed_through(pdf[passing])
@@ -301,7 +312,7 @@ class _Unit:
                 if any(emits):
                     yield encode_emits(emits)
             return
-        emits = self.batch(name, pdf, slot, watermark)
+        emits = self.batch(name, pdf, slot, watermark, flush)
         if any(emits):
             yield encode_emits(emits)
 
@@ -406,12 +417,14 @@ class QueueUnit(_Unit):
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
         group = stored.load_group(slot.load())
         out, touched = [], set()
         for (qmgr, shard), rows in by_shard(pdf):
             mon = self._shard(group, qmgr, shard)
-            out.append(self.step(qmgr, mon, rows, watermark))
+            out.append(self.step(qmgr, mon, rows, watermark, flush))
             self._put(group, qmgr, shard, mon)
             touched.add((qmgr, shard))
         if watermark is not None:  # a group with rows is not timed out: the other shards' deadlines, now
@@ -462,9 +475,11 @@ class StructureUnit(_Unit):
     def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
         slot.store(stored.dumps(mon.state), self.deadline(mon))
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
         mon = self._load(name, slot)
-        out = self.step(name, mon, pdf, watermark)
+        out = self.step(name, mon, pdf, watermark, flush)
         self._store(mon, slot)
         return [out]
 
@@ -508,7 +523,7 @@ class Monitor:
             )
             if passed is not None:
                 yield passed_through(passed)
-            yield from unit.rows(key[1], rows, slot, watermark)
+            yield from unit.rows(key[1], rows, slot, watermark, slot.held.ended)
             if slot.held.late:
                 yield late_records(slot.held.late)
         slot.commit()

@@ -43,11 +43,10 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 
 from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
-from qmon.core.event_order import NO_TIME
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
-from qmon.streaming.event_order import END_OF_INPUT
+from qmon.streaming.event_order import source
 from qmon.streaming.rows import ACTIVITY, LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
@@ -230,8 +229,8 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     df = df.withColumn("format", F.lit(record))
     if logical != topics.CONTROL:
         return df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False))
-    # parse only commands that passed the checks (the end of input is none: ``streaming.event_order``)
-    is_cmd = F.col("dlq_reason").isNull() & (F.col("rc.command_id") != F.lit(END_OF_INPUT))
+    # parse only commands that passed the checks
+    is_cmd = F.col("dlq_reason").isNull()
     df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
     df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
     df = df.withColumn(
@@ -341,6 +340,11 @@ def _structure_bucket(structure: Column, structure_buckets: dict[str, int] | Non
     return F.coalesce(chosen[structure], F.lit(0))
 
 
+def topic_numbers(names: dict[str, str]) -> dict[str, int]:
+    """Each topic's number in a routed row's ``src_topic``: its place among the sorted physical names."""
+    return {name: i for i, name in enumerate(sorted(set(names.values())))}
+
+
 def route(
     dec: DataFrame,
     names: dict[str, str],
@@ -357,8 +361,7 @@ def route(
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
     a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
     of keys (each a fixed cost in every micro-batch) does not grow with the queue managers."""
-    inputs = sorted(set(names.values()))
-    _routed = _Router(F.create_map(*[F.lit(x) for i, name in enumerate(inputs) for x in (name, i)])[F.col("topic")])
+    _routed = _Router(F.create_map(*[F.lit(x) for kv in topic_numbers(names).items() for x in kv])[F.col("topic")])
     units = queue_units or [0]
     unit_keys = F.array(*[F.lit(int(b)) for b in units])
 
@@ -464,19 +467,10 @@ def route(
     topic = F.col("topic")
     # activity: QueueActivity records, and the calls decoded from MQ activity trace (streaming.trace)
     is_activity = topic.isin(names[topics.ACTIVITY], names.get(topics.MQ_TRACE, names[topics.ACTIVITY]))
-    end = _routed(
-        unit=F.lit(Unit.QUEUES.value),
-        unit_name=F.lit(""),
-        bucket=spread,
-        kind=F.lit(Kind.END.value),
-        ts=F.lit(NO_TIME),
-        rank=F.lit(0),
-    )
     rows = (
         F.when(F.col("cmd_invalid"), F.array(dead, error_reply))
         .when(F.col("dlq_reason").isNotNull(), F.array(dead))
         .when(is_activity, F.array(activity))
-        .when((topic == names[topics.CONTROL]) & (F.col("rc.command_id") == F.lit(END_OF_INPUT)), F.array(end))
         .when(
             topic == names[topics.CONTROL],
             F.when(F.col("p.scope") == "qmgr", fan_out).when(F.col("p.scope") == "parts", parts).otherwise(one),
@@ -531,6 +525,7 @@ def build(
     mq_trace: tuple[str, str] | None = None,
     dedup_window_ms: int = 10 * 60 * 1000,
     max_lateness_ms: int = 0,
+    ends: dict[tuple[str, int], int] | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
@@ -538,7 +533,9 @@ def build(
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  The duplicate check
     (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``; the
     monitor applies each unit's records in event-time order across the input partitions, up to
-    ``max_lateness_ms`` behind the slowest (``streaming.event_order``).
+    ``max_lateness_ms`` behind the slowest (``streaming.event_order``); ``ends``, the end offset of each input
+    partition (physical topic, partition) a run stops at (``--available-now``): a partition read to its end
+    holds nothing back.
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
@@ -548,18 +545,16 @@ def build(
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names, mq_trace)
-    # the end of the input arrives at no time: it must not move the arrival clock (the watermark) to the moment
-    # the run ended, or the quiet queues' arrival-clock timers would fire then
-    end = (F.col("topic") == names[topics.CONTROL]) & (F.col("rc.command_id") == F.lit(END_OF_INPUT))
-    arrival = F.when(end, F.timestamp_millis(F.lit(0))).otherwise(F.col("timestamp"))
-    dec = dec.withColumn(HORIZON, arrival + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
+    dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
     routed = route(dec, names, buckets, structure_buckets, queue_units)
     routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     # the check reads one row a record (the structures' copies are made after it), and marks how far each
     # input partition has got; each mark is then copied to every unit
-    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
+    numbers = topic_numbers(names)
+    last = {source(numbers[t], p): end - 1 for (t, p), end in (ends or {}).items() if t in numbers and end > 0}
+    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000, last)
     unit_keys = [(Unit.QUEUES.value, "", int(b)) for b in (queue_units or [0])]
     unit_keys += [(Unit.STRUCTURE.value, name, int(b)) for name, b in sorted((structure_buckets or {}).items())]
     routed = copies(checked, structure_buckets, unit_keys)

@@ -38,7 +38,6 @@ class Kind(StrEnum):
     COMMAND = "C"  # an MQSC command (``payload``: its text), for one shard or for every shard
     JOURNAL = "J"  # a JournalStatus record (``payload``: its fields as JSON)
     PASS = "P"  # an output already encoded upstream (a dead letter, an invalid command's reply): passed through
-    END = "E"  # the end of the input (``streaming.event_order.END_OF_INPUT``): counts for the marks, then dropped
     FRONTIER = "F"  # a mark (``streaming.event_order``): input partition ``src_topic``/``src_partition`` read to ``ts``
 
 

@@ -45,7 +45,7 @@ def ids(records: list[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
 
 
 def run_to_the_end(spark: Any, config: Config, bootstrap: str, checkpoint: str) -> list[tuple[str, dict[str, Any]]]:
-    """``qmon run --available-now`` over the backlog (its end of input applies the last records held)."""
+    """``qmon run --available-now`` over the backlog (a partition read to its end holds nothing back, so its last batch applies every record)."""
     assert run(config, bootstrap, checkpoint, available_now=True, spark=spark) == 0
     return outputs(bootstrap, config.kafka.topic_prefix)
 
@@ -101,7 +101,7 @@ def test_a_backlog_read_a_few_records_a_batch_gives_replays_answer(
     expected = {(r["topic"], r["event_id"]) for r in replay_factory(replayed, config) if r["topic"] in WANTED}
     assert len([t for t, _ in expected if t == topics.PERFORMANCE]) > 8
     assert live == expected
-    # the end of the input left the arrival clock where the input's last record put it (not at the run's end)
+    # the run's end left the arrival clock where the input's last record put it (not at the moment it ended)
     assert watermark(tmp_path / "ckpt") <= produced
 
 

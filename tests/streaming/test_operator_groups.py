@@ -14,6 +14,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from qmon.core import topics
+from qmon.core.event_order import NO_TIME
 from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
@@ -388,3 +389,19 @@ def test_held_records_join_a_later_batchs_rows_as_spark_hands_them_over():
     out = g.rows(KEY, spark_frame(put(4_000, "A", 2), dead, mark(5_000)))
     assert list(out["topic"]) == [topics.DLQ]
     assert depth(g, "A") == 2
+
+
+def test_the_end_of_the_input_applies_what_waits_publishes_its_snapshot_and_order_goes_on_after_it():
+    """A batch whose only mark is the end of the input's (``NO_TIME``) applies every record held and takes the
+    snapshot that was waiting for its interval (no later batch moves the arrival clock to it); the frontier
+    stays where the records got, so a later run's records are ordered again, none counted late."""
+    g = Groups(settings=MonitorSettings(snapshot_interval_ms=10_000))
+    g.rows(KEY, frame(put(1_000, "A", 1), put(2_000, "A", 2), mark(2_000)))  # the put at 2,000 waits
+    assert depth(g, "A") == 1
+    out = decoded(g.rows(KEY, frame(mark(NO_TIME, 1))))
+    assert depth(g, "A") == 2
+    assert [[(q["queue"], q["depth"]) for q in r["queues"]] for t, r in out if t == topics.SNAPSHOT] == [[("A", 2)]]
+    assert "h" not in msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+    later = g.rows(KEY, frame(put(3_000, "A", 3), put(4_000, "A", 4), mark(4_000)))
+    assert LATE not in set(later.get("topic", []))
+    assert depth(g, "A") == 3  # the put at 4,000 waits again

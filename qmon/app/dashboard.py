@@ -332,6 +332,13 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             ),
             Panel(
                 "timeseries",
+                "Records applied out of order",
+                "Records that came later than job.max_lateness behind the other input partitions: applied at once, "
+                "out of event-time order (the QmonRecordsOutOfOrder rule warns).",
+                (Query("sum(increase(qmon_late_records_total[$__rate_interval]))", "late records"),),
+            ),
+            Panel(
+                "timeseries",
                 "State store",
                 "Rows in the job's state store (one per unit: a queue shard or a structure) and the memory it "
                 "reports using.",

@@ -46,7 +46,9 @@ PARTS = 4
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 
 
-def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int]) -> DataFrame:
+def dedup_step(
+    routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int] | None = None
+) -> DataFrame:
     """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked
     column ``horizon``, the arrival clock ``ahead_ms`` ahead (``pipeline.HORIZON``), and the marks of
     event-time order (``streaming.event_order``; ``last``: the last offset a run reads of each input

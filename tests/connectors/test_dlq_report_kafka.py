@@ -116,7 +116,7 @@ def test_a_dry_run_says_what_the_handler_then_does_and_changes_nothing(kafka_boo
     )
     rules = tmp_path / "dry.rules"
     rules.write_text(
-        f"INPUTQ({dlq}) RETRYINT(60) WAIT(NO)\n"
+        f"INPUTQ({dlq}) RETRYINT(1) WAIT(NO)\n"
         f"REASON(QMON_INVALID_COMMAND) ACTION(FWD) FWDQ({fwd})\n"
         f"REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) RETRY(2)\n"
         f"ACTION(FWD) FWDQ({fwd}) HEADER(YES)\n"

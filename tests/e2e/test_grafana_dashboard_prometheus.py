@@ -183,6 +183,10 @@ def test_every_panel_query_and_variable_returns_series_from_prometheus_scraping_
             values = label_values(prom.url, dashboards.substituted(selector, d), label)
             assert values, f"variable {name}: {v['query']} has no values"
         assert "QM1" in label_values(prom.url, "qmon_queue_depth", "qmgr")
+        # the shipped rules load and evaluate
+        groups = http_json(prom.url + "/api/v1/rules")["data"]["groups"]
+        assert {g["name"] for g in groups} == {"qmon-recording", "qmon-alerts"}
+        assert all(r["health"] in ("ok", "unknown") for g in groups for r in g["rules"])
         assert {"MSGQ1", "MSGQ2"} <= set(label_values(prom.url, "qmon_structure_usage_ratio", "structure"))
     finally:
         prom.stop()

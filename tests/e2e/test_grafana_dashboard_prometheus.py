@@ -28,11 +28,10 @@ from qmon.core.dlqrules import parse_rules
 from qmon.streaming.job import run
 from tests import dashboards
 from tests.conftest import assert_eventually
+from tests.e2e.test_job_kafka import T0, activity
 from tests.servers import http_json, prometheus
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-T0 = 1_700_000_000_000
 
 
 def config_for(prefix: str) -> Config:
@@ -49,22 +48,6 @@ def config_for(prefix: str) -> Config:
             ],
         }
     )
-
-
-def activity(n: int, op: str, ts: int, queue: str, qmgr: str = "QM1", **kw: Any) -> dict[str, Any]:
-    rec = {
-        "event_id": f"{qmgr}-{queue}-{n}",
-        "qmgr": qmgr,
-        "queue": queue,
-        "op": op,
-        "ts": T0 + ts,
-        "depth_after": None,
-        "msg_bytes": 100,
-        "structure": None,
-        "reason": None,
-    }
-    rec.update(kw)
-    return rec
 
 
 def first_run_records() -> list[dict[str, Any]]:

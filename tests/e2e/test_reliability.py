@@ -51,6 +51,15 @@ def cmd(i: int, text: str, **kw: Any) -> dict[str, Any]:
     return {"command_id": f"c{i}", "ts": T0 + i, "qmgr": "QM1", "text": text, "user": None, **kw}
 
 
+def _varint(n: int) -> bytes:
+    """``n`` as Avro writes a length: a base-128 varint, low group first."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
 def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead_lettered(
     spark, kafka_bootstrap, tmp_path
 ):
@@ -66,7 +75,9 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
         )
         for i in range(40)
     ]
-    bad_act = [os.urandom(rng.randint(0, 200)) for _ in range(30)]
+    bad_act = [rng.randbytes(rng.randint(0, 200)) for _ in range(30)]
+    # garbage that declares a string, bytes or array of 2 GB, which Avro would allocate before reading it
+    bad_act += [_varint(2 * (2**31 - 16)) + rng.randbytes(20) for _ in range(3)]
     valid = avro.encode("QueueActivity", act(999))
     bad_act += [valid[:n] for n in range(1, len(valid), 3)]  # truncated
     bad_act += [avro.encode("ControlCommand", cmd(1, "PING QMGR"))]  # wrong schema
@@ -100,8 +111,12 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
             ]
         )
     ]
-    bad_cmd = [avro.encode("ControlCommand", c) for c in bad_cmd_records] + [os.urandom(30) for _ in range(5)]
-    bad_jrn = [os.urandom(25) for _ in range(5)]
+    bad_cmd = (
+        [avro.encode("ControlCommand", c) for c in bad_cmd_records]
+        + [rng.randbytes(30) for _ in range(5)]
+        + [_varint(2 * 2**30)]
+    )
+    bad_jrn = [rng.randbytes(25) for _ in range(5)] + [_varint(2 * 2**30) * 3]
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     rows = [(topics.physical(topics.ACTIVITY, prefix), b"k", avro.encode("QueueActivity", r)) for r in good_act]
     rows += [(topics.physical(topics.ACTIVITY, prefix), b"k", v) for v in bad_act]

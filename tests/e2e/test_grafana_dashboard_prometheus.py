@@ -8,7 +8,6 @@ API, and every variable must have values."""
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.error
 import urllib.parse
@@ -112,7 +111,7 @@ def test_every_panel_query_and_variable_returns_series_from_prometheus_scraping_
         ts=T0,
         prefix=prefix,
     )
-    produce_activity(kafka_bootstrap, prefix, [*first_run_records(), os.urandom(40)])  # + QMON_UNDECODABLE
+    produce_activity(kafka_bootstrap, prefix, [*first_run_records(), b"\xff" * 40])  # + QMON_UNDECODABLE
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     # the DLQ handler leaves every dead letter on the DLQ: its ledger feeds qmon_dead_letters_left
     dlq = topics.physical(topics.DLQ, prefix)

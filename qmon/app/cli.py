@@ -76,6 +76,30 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_registry_start(args: argparse.Namespace) -> int:
+    from qmon.connectors.registry_server import LocalRegistry, RegistryServerError
+
+    try:
+        server = LocalRegistry(port=args.port or 0, host=args.host, version=args.version).start()
+    except RegistryServerError as exc:
+        print(f"qmon registry start: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Apicurio Registry {server.version} ready, schemas in memory: kafka.schema_registry_url {server.url}"
+        f"  (log: {server.log_path}); Ctrl-C stops it",
+        flush=True,
+    )
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    try:
+        while not stop["now"] and server.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    server.remove()
+    return 0
+
+
 # ---------------------------------------------------------------- produce / mqsc / tail
 
 
@@ -482,6 +506,24 @@ def parser() -> argparse.ArgumentParser:
     kp.add_argument("--dir", help="broker data directory (default: a new temporary directory)")
     kp.add_argument("--partitions", type=int, default=4)
     kp.set_defaults(func=cmd_kafka_start)
+
+    sp = sub.add_parser(
+        "registry", help="a local schema registry (Apicurio Registry, Confluent's REST API) on loopback"
+    )
+    rsub = sp.add_subparsers(dest="registry_cmd", required=True)
+    rp = rsub.add_parser("start", help="start a schema registry, its schemas in memory; runs until Ctrl-C")
+    rp.add_argument("--port", type=int, default=8081, help="the HTTP port (0: a free one)")
+    rp.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default loopback: a development registry for this host only)",
+    )
+    rp.add_argument(
+        "--version",
+        help="the Apicurio Registry release (default: the newest a Java here runs; 3.3.3 needs Java 21, "
+        "3.0.9 runs on 17)",
+    )
+    rp.set_defaults(func=cmd_registry_start)
 
     sp = sub.add_parser("produce", help="send a JSONL file of activity and commands to qmon's input topics")
     common(sp)

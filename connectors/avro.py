@@ -42,6 +42,19 @@ def encode(name: str, record: dict[str, Any], *, schema_id: int | None = None) -
     return buf.getvalue()
 
 
+@cache
+def parsed_writer(text: str) -> Any:
+    """A writer's schema (JSON text, as a schema registry gives it), parsed for fastavro."""
+    return fastavro.parse_schema(json.loads(text))
+
+
+def confluent_id(data: bytes) -> int | None:
+    """The schema id in the Confluent header of ``data``, or None when it has none (as ``strip_confluent``)."""
+    if len(data) > 5 and data[0] == CONFLUENT_MAGIC:
+        return int(struct.unpack(">I", data[1:5])[0])
+    return None
+
+
 def strip_confluent(data: bytes) -> bytes:
     """Drop the 5-byte Confluent header when present (magic byte 0 followed by a schema id)."""
     if len(data) > 5 and data[0] == CONFLUENT_MAGIC:
@@ -49,12 +62,18 @@ def strip_confluent(data: bytes) -> bytes:
     return data
 
 
-def decode(name: str, data: bytes) -> dict[str, Any]:
-    """Decode plain or Confluent-framed Avro; raises AvroDecodeError when it is neither."""
+def decode(name: str, data: bytes, *, writer: str | None = None) -> dict[str, Any]:
+    """Decode plain or Confluent-framed Avro; raises AvroDecodeError when it is neither.
+
+    ``writer``: the schema the bytes were written with (JSON text, say the registry's for the header's id),
+    when not ``name``'s own: the record is read with Avro schema resolution into ``name``'s schema (fields
+    the writer lacks take their defaults, fields ``name`` lacks are skipped; ``resolution.resolve`` says
+    beforehand whether the two resolve)."""
     body = strip_confluent(data)
     buf = io.BytesIO(body)
     try:
-        record = fastavro.schemaless_reader(buf, parsed_schema(name), None)
+        written = parsed_writer(writer) if writer is not None else parsed_schema(name)
+        record = fastavro.schemaless_reader(buf, written, parsed_schema(name) if writer is not None else None)
     except Exception as exc:  # fastavro raises several types for bad input
         raise AvroDecodeError(f"not a {name} record: {exc}") from exc
     if buf.tell() != len(body):

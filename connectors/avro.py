@@ -33,11 +33,16 @@ def parsed_schema(name: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_text(name)))
 
 
+def header(schema_id: int) -> bytes:
+    """Confluent's 5-byte header: the magic byte 0 and the schema id (4 bytes, big-endian)."""
+    return struct.pack(">bI", CONFLUENT_MAGIC, schema_id)
+
+
 def encode(name: str, record: dict[str, Any], *, schema_id: int | None = None) -> bytes:
     """Plain Avro binary; with ``schema_id``, the Confluent wire format (magic byte + id)."""
     buf = io.BytesIO()
     if schema_id is not None:
-        buf.write(struct.pack(">bI", CONFLUENT_MAGIC, schema_id))
+        buf.write(header(schema_id))
     fastavro.schemaless_writer(buf, parsed_schema(name), record)
     return buf.getvalue()
 

@@ -16,6 +16,7 @@ import pytest
 from qmon.connectors import avro
 from qmon.connectors.registry import (
     CONTENT_TYPE,
+    Framing,
     NotAvro,
     RegistryError,
     SchemaRegistry,
@@ -168,3 +169,39 @@ def test_an_invalid_schema_is_refused_with_the_registrys_words(schema_registry_u
         SchemaRegistry(schema_registry_url).register(value_subject(topic), '{"type": "recrd", "name": "X"}')
     assert caught.value.status is not None and 400 <= caught.value.status < 500
     assert value_subject(topic) in str(caught.value)
+
+
+def test_every_version_of_a_subject_by_id(schema_registry_url: str, topic: str):
+    client = SchemaRegistry(schema_registry_url)
+    subject = value_subject(topic)
+    assert client.subject_ids(subject) == []
+    own_id = client.register(subject, QUEUE_ACTIVITY)
+    older_id = client.register(subject, older())
+    assert SchemaRegistry(schema_registry_url).subject_ids(subject) == [own_id, older_id]
+    assert client.lookup(subject, QUEUE_ACTIVITY) == own_id
+    assert client.lookup(subject, evolved()) is None
+    assert client.lookup(value_subject(f"{topic}.none"), QUEUE_ACTIVITY) is None
+
+
+def test_qmons_records_framed_with_the_id_of_their_topics_schema(schema_registry_url: str, topic: str):
+    record = {
+        "event_id": "e-1",
+        "qmgr": "QM1",
+        "queue": "Q",
+        "op": "PUT",
+        "ts": 1_000,
+        "depth_after": None,
+        "msg_bytes": 7,
+        "structure": None,
+        "reason": None,
+    }
+    body = avro.encode("QueueActivity", record)
+    framing = Framing(SchemaRegistry(schema_registry_url))
+    data = framing.frame(topic, "QueueActivity", body)
+    schema_id = avro.confluent_id(data)
+    assert schema_id is not None and data == avro.encode("QueueActivity", record, schema_id=schema_id)
+    assert SchemaRegistry(schema_registry_url).subject_ids(value_subject(topic)) == [schema_id]
+    again = SchemaRegistry(schema_registry_url)  # another process: finds the version, registers nothing new
+    assert Framing(again).frame(topic, "QueueActivity", body) == data
+    assert again.subject_ids(value_subject(topic)) == [schema_id]
+    assert Framing(None).frame(topic, "QueueActivity", body) == body

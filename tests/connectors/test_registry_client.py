@@ -4,6 +4,7 @@ test_registry.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -32,11 +33,22 @@ ANSWERS: dict[str, tuple[int, str]] = {
         409,
         json.dumps({"error_code": 409, "message": "Schema being registered is incompatible with an earlier schema"}),
     ),
+    "/subjects/t.control-value/versions": (200, json.dumps([2, 1, 3])),
+    "/subjects/t.control-value/versions/1": (200, json.dumps({"id": 11, "version": 1, "schema": '"int"'})),
+    "/subjects/t.control-value/versions/2": (200, json.dumps({"id": 12, "version": 2, "schema": '"long"'})),
+    "/subjects/t.control-value/versions/3": (404, json.dumps({"error_code": 40402, "message": "Version 3 gone"})),
+    "/subjects/t.journal-value/versions": (404, json.dumps({"error_code": 40401, "message": "Subject not found"})),
+    "/subjects/t.journal-value": (404, json.dumps({"error_code": 40401, "message": "Subject not found"})),
+    "/subjects/t.control-value": (200, json.dumps({"id": 12, "version": 2, "schema": '"long"'})),
+    "/subjects/t.locked-value": (401, json.dumps({"error_code": 401, "message": "Unauthorized"})),
 }
+#: the Authorization header of each request the stand-in was sent (None: none)
+SEEN: list[str | None] = []
 
 
 class StandIn(BaseHTTPRequestHandler):
     def _answer(self) -> None:
+        SEEN.append(self.headers.get("Authorization"))
         status, body = ANSWERS.get(self.path, (404, "{}"))
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -99,3 +111,29 @@ def test_answers_and_errors(stand_in: str):
 
 def test_the_subject_of_a_topics_values():
     assert value_subject("qmon.activity") == "qmon.activity-value"
+
+
+def test_every_version_of_a_subject_by_id_each_asked_for_once(stand_in: str):
+    client = SchemaRegistry(stand_in)
+    assert client.subject_ids("t.control-value") == [11, 12]  # oldest first; version 3 deleted meanwhile
+    asked = client.requests
+    assert client.subject_ids("t.control-value") == [11, 12]
+    assert client.requests == asked + 2  # the list of versions, and version 3 again (1 and 2 are known)
+    assert client.schema(12) == '"long"' and client.requests == asked + 2  # learnt from its version
+    assert client.subject_ids("t.journal-value") == []  # no such subject
+
+
+def test_looking_a_schema_up_under_a_subject(stand_in: str):
+    client = SchemaRegistry(stand_in)
+    assert client.lookup("t.control-value", '"long"') == 12
+    assert client.lookup("t.journal-value", '"long"') is None
+    with pytest.raises(RegistryError, match="HTTP 401: Unauthorized"):
+        client.lookup("t.locked-value", '"long"')
+
+
+def test_basic_authentication_goes_with_every_request_and_only_when_given(stand_in: str):
+    SEEN.clear()
+    SchemaRegistry(stand_in, username="qmon", password="s3cret:x").schema(1)
+    SchemaRegistry(stand_in).schema(1)
+    assert SEEN == ["Basic " + base64.b64encode(b"qmon:s3cret:x").decode(), None]
+    assert "s3cret" not in repr(SchemaRegistry(stand_in, username="qmon", password="s3cret:x"))

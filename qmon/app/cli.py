@@ -652,6 +652,13 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"qmon: checkpoint error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from qmon.connectors.registry import RegistryError
+
+        if not isinstance(exc, RegistryError):
+            raise
+        print(f"qmon: schema registry: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -10,11 +10,14 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qmon.core import topics
 from qmon.core.config import Config, ConfigError, load_config
 from qmon.streaming.units import CheckpointError
+
+if TYPE_CHECKING:
+    from qmon.connectors.registry import Framing
 
 logger = logging.getLogger("qmon")
 
@@ -25,6 +28,13 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _bootstrap(args: argparse.Namespace, config: Config) -> str:
     return args.bootstrap or os.environ.get("QMON_BOOTSTRAP") or config.kafka.bootstrap
+
+
+def _framing(config: Config) -> Framing:
+    """``connectors.registry.Framing`` of the configured schema registry (none: records as plain Avro)."""
+    from qmon.connectors import registry
+
+    return registry.Framing(registry.from_config(config.kafka))
 
 
 # ---------------------------------------------------------------- run / replay
@@ -118,9 +128,15 @@ def cmd_produce(args: argparse.Namespace) -> int:
         from qmon.connectors.kafka import ensure_topics
 
         ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=True)
+    framing = _framing(config)  # with a schema registry: the ids of qmon's schemas in Confluent's header
+
+    def value(topic: str, v: bytes) -> bytes:
+        record = topics.RECORD_OF.get(topic)
+        return framing.frame(topics.physical(topic, prefix), record, v) if record else v  # (trace: PCF bytes)
+
     n = produce_rows(
         bootstrap,
-        ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
+        ((topics.physical(t, prefix), k, value(t, v)) for t, _p, _o, k, v, _ts in encoded.rows),
         config.kafka.security,
     )
     print(f"qmon produce: {n} records sent", file=sys.stderr)
@@ -143,7 +159,15 @@ def cmd_seed_depth(args: argparse.Namespace) -> int:
         return 1
     records = start_records(args.qmgr, depths, int(time.time() * 1000))
     topic = topics.physical(topics.ACTIVITY, config.kafka.topic_prefix)
-    rows = [(topic, f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records]
+    framing = _framing(config)
+    rows = [
+        (
+            topic,
+            f"{r['qmgr']}/{r['queue']}".encode(),
+            framing.frame(topic, "QueueActivity", avro.encode("QueueActivity", r)),
+        )
+        for r in records
+    ]
     n = produce_rows(_bootstrap(args, config), rows, config.kafka.security)
     print(
         f"qmon seed-depth: {n} queues of {args.qmgr} seeded ({', '.join(f'{q}={d}' for q, d in depths[:5])}{' ...' if n > 5 else ''})",
@@ -203,7 +227,13 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
         return 2
     prefix = config.kafka.topic_prefix
     ids = send_commands(
-        bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security, prefix=prefix
+        bootstrap,
+        args.qmgr,
+        commands,
+        user=os.environ.get("USER"),
+        security=config.kafka.security,
+        prefix=prefix,
+        framing=_framing(config),
     )
     replies = _wait_for_joined_replies(
         bootstrap, ids, timeout=args.timeout, security=config.kafka.security, prefix=prefix
@@ -323,11 +353,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     prefix = config.kafka.topic_prefix
     trace = args.format == "mq-trace"
     ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=trace)
+    framing = _framing(config)  # with a schema registry: the ids of qmon's schemas in Confluent's header
     t0 = int(_time.time() * 1000)
     if not args.no_setup:
         for qmgr, commands in SETUP_MQSC.items():
             send_commands(
-                bootstrap, qmgr, commands, user="simulate", security=config.kafka.security, ts=t0 - 1, prefix=prefix
+                bootstrap,
+                qmgr,
+                commands,
+                user="simulate",
+                security=config.kafka.security,
+                ts=t0 - 1,
+                prefix=prefix,
+                framing=framing,
             )
     sim = Simulator(seed=args.seed, rate=args.rate, t0=t0)
     tty = sys.stderr.isatty()
@@ -348,6 +386,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             security=config.kafka.security,
             prefix=prefix,
             progress=progress,
+            framing=framing,
         )
     except KeyboardInterrupt:
         n = sim.seq

@@ -466,6 +466,8 @@ def _run(
                     "starting it again on the same checkpoint with it",
                     ", ".join(str(i) for i in sorted(new)),
                 )
+                if stopping.is_set():
+                    return 0
                 continue
             if available_now:  # a one-shot run (replay, tests, benchmarks) reports the failure
                 raise

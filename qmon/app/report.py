@@ -166,7 +166,7 @@ def _sections(r: ServiceReport) -> list[tuple[str, tuple[str, ...], list[list[st
 
 
 def heading(r: ServiceReport) -> str:
-    return f"qmon service report from {utc(r.since_ms)} to {utc(r.until_ms)} ({duration(r.range_ms)})"
+    return f"Service report from {utc(r.since_ms)} to {utc(r.until_ms)} ({duration(r.range_ms)})"
 
 
 def text(r: ServiceReport) -> str:

@@ -43,7 +43,7 @@ def rows_of(text: str, heading: str) -> list[list[str]]:
 def test_the_table_has_queues_structures_and_alert_episodes():
     text = render.text(recorded())
     lines = text.splitlines()
-    assert lines[0] == "qmon service report from 2025-01-10 00:00:00Z to 2025-01-10 08:00:00Z (8h 00m)"
+    assert lines[0] == "Service report from 2025-01-10 00:00:00Z to 2025-01-10 08:00:00Z (8h 00m)"
     assert "already open at --since count from --since" in lines[1]
     assert rows_of(text, "Queues: Queue Service Interval High and OK events") == [
         ["QUEUE", "HIGH EVENTS", "OK EVENTS", "NOT SERVED WITHIN QSVCINT", "SERVED WITHIN QSVCINT"],

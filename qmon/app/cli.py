@@ -341,6 +341,65 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
     return 0
 
 
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from qmon.core.deadletters import parse_time
+
+    now_ms = int(time.time() * 1000)
+    times = {}
+    for option, text in (("--since", args.since), ("--until", args.until)):
+        try:
+            times[option] = parse_time(text, now_ms) if text else now_ms
+        except ValueError as exc:
+            print(f"qmon report: {option}: {exc}", file=sys.stderr)
+            return 2
+    since, until = times["--since"], min(times["--until"], now_ms)  # after now: up to now
+    if since >= until:
+        print(f"qmon report: --since {args.since} is not before --until {args.until or 'now'}", file=sys.stderr)
+        return 2
+    if args.html and not _has_matplotlib():
+        from qmon.app.report import HTML_NEEDS
+
+        print(f"qmon report: --html needs matplotlib, which is not installed: {HTML_NEEDS}", file=sys.stderr)
+        return 2
+    from qmon.app import report as render
+    from qmon.connectors import reportreader
+
+    config = _config(args)
+    try:
+        report = reportreader.read(
+            _bootstrap(args, config),
+            config.kafka.security,
+            prefix=config.kafka.topic_prefix,
+            since_ms=since,
+            until_ms=until,
+            queues=args.queue or [],
+            structures=args.structure or [],
+        )
+    except reportreader.ReportReadError as exc:
+        print(f"qmon report: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(render.json_text(report), end="")
+    elif args.csv:
+        print(render.csv_text(report), end="")
+    elif args.html:
+        try:
+            Path(args.html).write_text(render.html(report))
+        except OSError as exc:
+            print(f"qmon report: cannot write {args.html}: {exc.strerror}", file=sys.stderr)
+            return 1
+        print(f"qmon report: wrote {args.html}", file=sys.stderr)
+    else:
+        print(render.text(report), end="")
+    return 0
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     import time as _time
 
@@ -639,6 +698,37 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--since", help="--report: from this time: 7d, 12h, 30m (back from now) or an ISO time (UTC)")
     sp.add_argument("--until", help="--report: up to this time (default now), as --since")
     sp.set_defaults(func=cmd_dlq_handler)
+
+    sp = sub.add_parser(
+        "report",
+        help="a service report from the output topics: alert episodes, service within QSVCINT, overflow mode "
+        "and peak usage, per queue and structure, over a time range",
+    )
+    common(sp)
+    sp.add_argument("--since", required=True, help="from this time: 7d, 12h, 30m (back from now) or an ISO time (UTC)")
+    sp.add_argument("--until", help="up to this time (default now; a later time is taken as now), as --since")
+    sp.add_argument(
+        "--queue",
+        action="append",
+        metavar="PATTERN",
+        help="only queues whose name or QMGR/QUEUE matches (* and ? wildcards; repeatable); with --queue alone, "
+        "no structure",
+    )
+    sp.add_argument(
+        "--structure",
+        action="append",
+        metavar="PATTERN",
+        help="only structures whose name matches (* and ? wildcards; repeatable); with --structure alone, no queue",
+    )
+    out = sp.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON (times in epoch milliseconds)")
+    out.add_argument("--csv", action="store_true", help="print CSV, one row per queue or structure and alert type")
+    out.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML page with plots to FILE (needs matplotlib: pip install 'qmon[report]')",
+    )
+    sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("metrics", help="a Prometheus exporter of qmon's outputs and the job's health")
     common(sp)

@@ -71,7 +71,7 @@ dashboard: setup ## regenerate the Grafana dashboard (config/grafana/dashboards/
 
 ci: lint typecheck docs test ## what CI runs (.ci/run): lint, typecheck, the docs, then the whole test suite
 
-bench: setup ## the steady-state targets in one run, side by side (~30 min; with Quix Streams if .venv-quix exists)
+bench: setup ## the steady-state targets in one run, side by side (with Quix Streams if .venv-quix exists; how long: docs/benchmarks.md)
 	$(PY) benchmarks/throughput.py --targets --warmup 150 --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)

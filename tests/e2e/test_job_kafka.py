@@ -436,7 +436,7 @@ def test_journal_switch_blocked_through_kafka(spark, kafka_bootstrap, prefix, tm
 
 
 def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
-    """Issue 15 through the real path: 30 long messages put and got without msg_bytes free their staging
+    """Through the real path: 30 long messages put and got without msg_bytes free their staging
     parts (LONGQ raises nothing), and usage wobbling across FULLTHRESHOLD is one NEAR_FULL episode, resolved
     at the end of the clear hold by the next record that event time brings past it.  Arrow batches of 7 rows:
     each unit's rows reach the operator in many pieces, joined column by column (``operators._joined``)."""
@@ -484,7 +484,7 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
 
 
 def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark, kafka_bootstrap, prefix, tmp_path):
-    """Issue 15 item 10 through the real path: the job answers a generic RESET QSTATS once per shard
+    """Through the real path: the job answers a generic RESET QSTATS once per shard
     (same command_id, part k of N), and `qmon mqsc` prints one reply listing every matching queue."""
     config = config_for(prefix)  # 2 queue buckets
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)

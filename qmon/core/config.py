@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from qmon.core.forecaster import SAMPLES, ForecastSettings
 from qmon.core.mqsc import MAX_NAME
 from qmon.core.queues import MQ_DEFAULTS, MonitorSettings, QueueDefaults
 from qmon.core.structures import ExitRule, OverflowExit, StructureDef, StructureSettings
@@ -214,6 +215,35 @@ class MonitorConfig(_Model):
         return v
 
 
+class ForecastConfig(_Model):
+    """Fill forecasts: STRUCTURE_FILL_FORECAST and QUEUE_FILL_FORECAST (the alert catalogue)."""
+
+    horizon: str = Field(
+        "15 minutes",
+        description="a forecast fires when a structure or queue is predicted to reach its threshold within this "
+        "much event time; the trend is read over as long a window (a duration; 0 s turns forecasts off)",
+    )
+    min_confidence: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the least confidence a forecast fires with: the rank correlation of the window's samples "
+        "with time, 1 for a level that only rises, near 0 for one that climbs and falls back (a consumer "
+        "draining in batches)",
+    )
+
+    @field_validator("horizon")
+    @classmethod
+    def _horizon(cls, v: str) -> str:
+        ms = duration_ms(v)
+        if 0 < ms < 1000 * SAMPLES:
+            raise ValueError(f"{v!r} is shorter than {SAMPLES} seconds (the trend is sampled {SAMPLES} times over it)")
+        return v
+
+    def settings(self) -> ForecastSettings:
+        return ForecastSettings(duration_ms(self.horizon), self.min_confidence)
+
+
 class StructureConfig(_Model):
     """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (IMS, *CQS structure overflow function*); sizes
     in KB."""
@@ -363,6 +393,7 @@ class Config(_Model):
     mq_trace: MqTraceConfig = Field(MqTraceConfig(), description="IBM MQ application activity trace as input")
     job: JobConfig = Field(JobConfig(), description="the Spark job")
     monitor: MonitorConfig = Field(MonitorConfig(), description="the monitor's rules")
+    forecast: ForecastConfig = Field(ForecastConfig(), description="fill forecasts of structures and queues")
     queues: tuple[QueueDefaultsConfig, ...] = Field(
         (), description="queue attributes by name pattern, as DEFINE QLOCAL would set them"
     )
@@ -396,6 +427,7 @@ class Config(_Model):
             tuple(s.definition() for s in self.structures),
             exit_,
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
+            forecast=self.forecast.settings(),
         )
 
     def monitor_settings(self) -> MonitorSettings:
@@ -405,6 +437,7 @@ class Config(_Model):
             journal_near_pct=self.monitor.journal_near_pct,
             stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
+            forecast=self.forecast.settings(),
         )
 
 

@@ -87,9 +87,11 @@ def alert(
     queue: str | None = None,
     qmgr: str | None = None,
     message: str | None = None,
+    eta: int | None = None,
     **numbers: Any,
 ) -> dict[str, Any]:
-    """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
+    """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after; ``eta``: the instant
+    a FIRING forecast predicts."""
     return {
         "event_id": eid,
         "type": type_,
@@ -109,6 +111,7 @@ def alert(
         "message": message,
         "summary": summary,
         "action": action,
+        "eta": eta,
     }
 
 
@@ -119,3 +122,14 @@ def iso(ms: int) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def minutes(ms: int) -> str:
+    """A duration to the minute, as an alert says it: ``0 min``, ``12 min``, ``1 h 5 min``."""
+    m = (ms + 30_000) // 60_000
+    return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min"
+
+
+def within(ms: int) -> str:
+    """When, from now, as an alert says it: ``in under a minute``, ``in about 12 min``."""
+    return "in under a minute" if ms < 30_000 else f"in about {minutes(ms)}"

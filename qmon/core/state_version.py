@@ -5,8 +5,9 @@ means starting a new checkpoint: ``CHANGELOG.md``).  Pure."""
 
 from __future__ import annotations
 
-#: 5: duplicate event ids are remembered by the step ahead of the monitor only (no ``recent`` in a queue)
-STATE_VERSION = 5
+#: 6: every queue and structure keeps its fill forecasts' samples and episodes (``fc``; a queue's values by
+#: position are shape 3)
+STATE_VERSION = 6
 
 
 class StateVersionError(ValueError):

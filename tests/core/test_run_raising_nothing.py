@@ -136,8 +136,8 @@ def test_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record
 
 
 def test_the_fast_path_takes_many_records_and_the_rules_the_ones_that_raise():
-    """Not vacuous: over these small, often full structures a fifth of the records skip the rules, and every
-    output still comes."""
+    """Not vacuous: over these small, often full structures a sixth of the records skip the rules (a forecast
+    sample near a threshold goes to them too), and every output still comes."""
     rng = random.Random(7)
     taken = total = outputs = 0
     for name in ("MSGQ1", "MSGQ2"):
@@ -147,7 +147,7 @@ def test_the_fast_path_takes_many_records_and_the_rules_the_ones_that_raise():
         assert (out, state) == (rules_out, rules_state)
         taken, total, outputs = taken + len(recs) - calls, total + len(recs), outputs + len(out)
     assert outputs > 10  # thresholds were reached: alters, overflow, full, near full
-    assert taken > total // 5
+    assert taken > total // 6
 
 
 def test_a_put_that_would_reach_ovflwmax_goes_to_the_rules():

@@ -30,7 +30,7 @@ def test_a_shard_round_trips_as_plain_data():
     assert again.state == mon.state and again.queues["PAYROLL.IN"]["depth"] == 3
 
 
-@pytest.mark.parametrize("version", [1, 4, STATE_VERSION + 1, None])
+@pytest.mark.parametrize("version", [1, 4, 5, STATE_VERSION + 1, None])
 def test_state_of_another_version_is_refused_naming_the_version(version):
     state = shard().state
     state["v"] = version
@@ -109,6 +109,21 @@ FROZEN_SHAPES = {
         "stall_ok",
     ),
     2: ("msgs", "el", "ovf", "rej", "fifo"),
+    3: (
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+    ),
 }
 FROZEN_ATTRS = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
 
@@ -147,6 +162,36 @@ def test_values_stored_by_position_read_back():
     }
     share = {"msgs": 5, "el": 7, "ovf": False, "rej": True, "fifo": [[1, 5, 2]]}
     assert stored.load_queue(bytes.fromhex("96020507c2c39193010502")) == share
+    # a queue with its forecast's samples (shape 3): three puts 30 s apart, two samples taken
+    queue = (
+        "9e0303cf0000018bcfe58f10cf0000018bcfe58f1098a44e4f4e45ce3b9ac9ffcd13885014c2c2c2c2cf0000018bcfe58f10030300cf"
+        "0000018bcfe67970c0c084a26174cf0000018bcfe6eea0a473746570cd7530a17391920102a26f6e80"
+    )
+    t0 = 1_700_000_010_000
+    assert stored.load_queue(bytes.fromhex(queue)) == {
+        "depth": 3,
+        "svc_timer_start": t0,
+        "svc_timer_clock": t0,
+        "attrs": {
+            "QSVCIEV": "NONE",
+            "QSVCINT": 999_999_999,
+            "MAXDEPTH": 5000,
+            "QDEPTHHI": 80,
+            "QDEPTHLO": 20,
+            "QDPHIEV": False,
+            "QDPLOEV": False,
+            "QDPMAXEV": False,
+        },
+        "defined": False,
+        "reset_ts": t0,
+        "high_depth": 3,
+        "enq": 3,
+        "deq": 0,
+        "last_ts": t0 + 60_000,
+        "stall_alert_id": None,
+        "stall_ok": None,
+        "fc": {"at": t0 + 90_000, "step": 30_000, "s": [[1, 2]], "on": {}},
+    }
 
 
 def test_a_list_that_is_no_stored_shape_is_refused():
@@ -160,15 +205,15 @@ def test_a_list_that_is_no_stored_shape_is_refused():
 @given(
     values=st.lists(
         st.one_of(st.none(), st.integers(-(2**40), 2**40), st.booleans(), st.text(max_size=8), st.binary(max_size=8)),
-        min_size=12,
-        max_size=12,
+        min_size=13,
+        max_size=13,
     ),
     attrs=st.one_of(
         st.dictionaries(st.sampled_from(["QSVCIEV", "QSVCINT", "DESCR"]), st.integers(0, 9)),
         st.fixed_dictionaries({k: st.integers(0, 9) for k in ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI")}),
         st.none(),
     ),
-    drop=st.sets(st.integers(0, 11), max_size=3),
+    drop=st.sets(st.integers(0, 12), max_size=3),
     order=st.randoms(use_true_random=False),
 )
 def test_any_queue_map_round_trips_with_its_order(values, attrs, drop, order):

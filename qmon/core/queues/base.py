@@ -8,6 +8,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from qmon.core import topics
+from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.interest import Registry, work_available
 from qmon.core.journals import JournalMonitor, JournalStatus
@@ -21,7 +22,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Emit
+from qmon.core.records import Activity, Emit
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class ShardBase:
                 last_ts=ts,
                 stall_alert_id=None,
                 stall_ok=None,
+                fc=start(self.settings.forecast, ts, 1) if self.settings.forecast.step_ms else None,
             )
             self.queues[name] = q
         return q
@@ -153,7 +155,13 @@ class ShardBase:
     def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:  # StallAlert
         raise NotImplementedError
 
-    def _due(self, q: QueueState) -> int | None:  # StallAlert
+    def _due(self, q: QueueState) -> int | None:  # QueueMonitor: a stall or a forecast sample
+        raise NotImplementedError
+
+    def on_activity(self, rec: Activity) -> list[Emit]:  # QueueMonitor
+        raise NotImplementedError
+
+    def _forecast_quiet(self, q: QueueState, ts: int) -> bool:  # FillForecast
         raise NotImplementedError
 
     def forgettable(self, name: str, q: QueueState) -> bool:  # Retention

@@ -5,6 +5,7 @@ service interval events*; *Queue depth events*).  Pure."""
 from __future__ import annotations
 
 from qmon.core.queues.base import ShardBase
+from qmon.core.queues.state import QueueState
 from qmon.core.reasons import (
     MQRC_Q_FULL,
 )
@@ -20,21 +21,29 @@ class ServiceInterval(ShardBase):
 
         The common case without the rules' checks: a put or get to a queue qmon knows, with no stall alert
         firing, that starts no stall, raises no service interval or depth event and (with interest
-        registered) does not fill an empty queue, only moves the queue's depth, counts and service timer;
-        such a record is applied here, every condition decided before anything changes, and any other goes
-        to ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
-        PERFMEV or the interest registered, so both are read once."""
+        registered) does not fill an empty queue, and whose forecast sample, if one is due, is one nothing can
+        come of (``_forecast_quiet``), only moves the queue's depth, counts and service timer; such a record is
+        applied here, every condition decided before anything changes (but the sample, which ``on_activity``
+        would take first all the same), and any other goes to ``on_activity`` (property test:
+        ``tests/core/test_run_raising_nothing.py``).  Nothing here changes PERFMEV, the interest registered or
+        the forecast's settings, so they are read once."""
         out: list[tuple[Activity, list[Emit]]] = []
         queues, on_activity = self.queues, self.on_activity
         enabled = self.perfmev == "ENABLED"
         interest = bool(self.state.get("interest"))
+        step = self.settings.forecast.step_ms
         for rec in recs:
             q = queues.get(rec.queue)
             if q is not None and q["stall_alert_id"] is None:
                 ts, a, start, depth, op = rec.ts, q["attrs"], q["svc_timer_start"], q["depth"], rec.op
                 interval, iev = a["QSVCINT"], a["QSVCIEV"]
-                quiet = False
-                if start is not None and depth > 0 and enabled and iev != "NONE" and ts - start > interval:
+                quiet, fc = False, q["fc"]
+                if (fc is None) != (step == 0) or (
+                    fc is not None
+                    and (fc["on"] or fc["step"] != step or (ts >= fc["at"] and not self._forecast_quiet(q, ts)))
+                ):
+                    pass  # a forecast fires, has a sample to judge, or starts or stops (``_forecast``)
+                elif start is not None and depth > 0 and enabled and iev != "NONE" and ts - start > interval:
                     pass  # a stall event time has passed (``_catch_up_stall``)
                 elif rec.reason is not None:  # a failed put or get changes nothing (unless it says Q_FULL)
                     quiet = op != "START" and not (
@@ -80,18 +89,10 @@ class ServiceInterval(ShardBase):
                 out.append((rec, emits))
         return out
 
-    def on_activity(self, rec: Activity) -> list[Emit]:
-        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``)."""
-        q = self._queue(rec.queue, rec.ts)
-        if rec.ts > q["last_ts"]:
-            q["last_ts"] = rec.ts
-        if q["reset_ts"] is None:
-            q["reset_ts"] = rec.ts
-        clock = rec.clock if rec.clock is not None else rec.ts
+    def _service_interval(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
+        """The service timer, statistics and performance events of ``rec`` on its queue ``q`` (``clock``: its
+        arrival clock, or its ts)."""
         out: list[Emit] = []
-        # A stall that event time has already passed (the timer would have fired) is raised
-        # first, so the output does not depend on where micro-batches happen to split.
-        out.extend(self._catch_up_stall(rec.queue, q, rec.ts))
         enabled = self.perfmev == "ENABLED"
         a = q["attrs"]
         if rec.op == "START":

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from qmon.core import topics
 from qmon.core.ids import event_id
-from qmon.core.lazy import live
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
 from qmon.core.records import Emit, SubjectKind
@@ -111,8 +110,8 @@ class StallAlert(ShardBase):
         )
         return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]
 
-    def _due(self, q: QueueState) -> int | None:
-        """The arrival-clock time at which ``on_clock`` has something to do for ``q``, or None: its stall
+    def _stall_due(self, q: QueueState) -> int | None:
+        """The arrival-clock time at which ``on_clock`` has something to do for ``q``'s stall, or None: its stall
         (strictly past QSVCINT), or while a stall fires and the queue is served in time, the end of the hold.
         (A relapse before the hold ends needs no deadline: the queue's next record, or the end of the hold,
         sees it first.)"""
@@ -122,23 +121,11 @@ class StallAlert(ShardBase):
             return ok[1] + self.settings.stall_clear_hold_ms
         return None
 
-    def next_stall_clock(self) -> int | None:
-        """The arrival-clock time at which the earliest queue has something due (for a Spark timer)."""
-        used = live(self.queues)
-        dues = [due for name, (_, due, _) in self.index.items() if due is not None and name not in used]
-        dues.extend(due for q in used.values() if (due := self._due(q)) is not None)
-        return min(dues) if dues else None
-
-    def on_clock(self, clock: int) -> list[Emit]:
-        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT), and
-        resolve or relapse the firing ones whose hold or interval has passed."""
-        out = []
-        used = live(self.queues)
-        names = set(used).union(n for n, (_, due, _) in self.index.items() if due is not None and due <= clock)
-        for name in sorted(names):
-            q = self.queues[name]
-            out.extend(self._resolve_or_relapse_stall(name, q, 0, clock))
-            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
-                if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
-                    out.append(self._fire_stall(name, q))
+    def _stall_on_clock(self, name: str, q: QueueState, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: raise ``q``'s stall if now overdue (strictly past QSVCINT), and
+        resolve or relapse a firing one whose hold or interval has passed."""
+        out = self._resolve_or_relapse_stall(name, q, 0, clock)
+        if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+            if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
+                out.append(self._fire_stall(name, q))
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from qmon.core.forecaster import ForecastState
 from qmon.core.journals import JournalState
 from qmon.core.state_version import STATE_VERSION, StateVersionError
 
@@ -23,6 +24,7 @@ class QueueState(TypedDict):
     # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
     # absent in states stored without a hold (read with ``.get``)
     stall_ok: NotRequired[list[int] | None]
+    fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
 
 
 class ShardState(TypedDict):

@@ -20,10 +20,10 @@ window; why the one below holds up:
   falls as they fill the window, and the median slope goes to 0 once half the pairs are flat.
 
 A threshold is reached by the level's highs, not by its trend line: a fill with bursts crosses it with the
-burst that lands above it, a consumer's sawtooth with a peak.  So the forecast starts from the line's value at
-the newest sample raised by how far the samples stand above the line (the 90th percentile of their distances
-above it: the highs, not one sample), and moves at the line's rate.  The newest sample alone would make the
-predicted instant jump with every burst.
+burst that lands above it, a fill under batches that a consumer drains at once with a batch.  So the forecast
+starts from the line's value at the newest sample raised by how far the samples stand above the line (the
+third largest of their distances above it: a high the window has seen three times, not a stray sample or two),
+and moves at the line's rate.  The newest sample alone would make the predicted instant jump with every burst.
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ def trend(samples: Sequence[int], step_ms: int) -> Trend | None:
 
 
 def highs(samples: Sequence[int], intercept: float, slope: float) -> float:
-    """How far the level's highs stand above the line ``intercept + slope × i``: the 90th percentile of the
+    """How far the level's highs stand above the line ``intercept + slope × i``: the third largest of the
     samples' distances above it (0 when they are below)."""
     above = sorted(y - intercept - slope * i for i, y in enumerate(samples))
-    return max(0.0, above[(9 * (len(above) - 1)) // 10])
+    return max(0.0, above[-3])
 
 
 def _median(values: list[float]) -> float:

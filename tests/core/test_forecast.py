@@ -55,7 +55,7 @@ def test_one_burst_does_not_tilt_the_rate():
 
 def test_the_forecast_starts_from_the_highs_above_the_line():
     """A fill that climbs in steps of 50 every 5 samples: the line runs through the middle of the steps, and
-    the threshold is reached by their tops: the level is raised to the 90th percentile above the line."""
+    the threshold is reached by their tops: the level is raised to the third-highest sample above the line."""
     samples = [50 * (i // 5) for i in range(30)]
     t = trend(samples, STEP)
     assert t is not None and t.slope == 10

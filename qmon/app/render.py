@@ -82,6 +82,9 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
             text += f", {r['overflow_structure']} {r.get('overflow_used_elements') or 0}/{r.get('overflow_capacity_elements')}"
         if r.get("overflow_mode"):
             text += f", OVERFLOW MODE ({r.get('queues_in_overflow')} queues)"
+        for field, what in (("ovflwmax_eta", "OVFLWMAX"), ("full_eta", "full"), ("overflow_full_eta", "overflow full")):
+            if r.get(field) is not None:
+                text += f", {what} at {_time(r[field])}"
     elif topic == topics.SNAPSHOT:
         depths = " ".join(f"{q['queue']}={q['depth']}" for q in r.get("queues", [])[:12])
         more = len(r.get("queues", [])) - 12

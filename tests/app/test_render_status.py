@@ -9,5 +9,7 @@ def test_snapshot_and_progress_lines():
     assert line(topics.SNAPSHOT, shard).endswith("SNAPSHOT QM1 A=3 forgotten: OLD")
     s = {"ts": 0, "structure": "MSGQ1", "used_elements": 15, "capacity_elements": 20, "overflow_mode": False}
     assert line(topics.SNAPSHOT, s).endswith("SNAPSHOT MSGQ1 15/20 elements (75.0%)")
+    s.update(ovflwmax_eta=720_000, full_eta=None)
+    assert line(topics.SNAPSHOT, s).endswith("SNAPSHOT MSGQ1 15/20 elements (75.0%), OVFLWMAX at 00:12:00.000")
     p = {"ts": 0, "batch_id": 4, "input_rows": 9, "duration_ms": 700, "inputs": [{"end_offset": 5, "latest_offset": 8}]}
     assert line(topics.PROGRESS, p).endswith("PROGRESS batch 4 9 records in 700 ms, lag 3")

@@ -82,3 +82,24 @@ def test_a_structure_publishes_its_usage_and_overflow():
     state["queues"] = Lazy(dict(mon.state["queues"].items()), lambda q: q)
     mon = StructureMonitor("MSGQ1", mon.settings, state)  # the next batch, no queue used
     assert mon.snapshot(T + 20_000) == []  # unchanged since
+
+
+def test_a_structure_s_snapshot_says_when_its_trend_reaches_its_thresholds():
+    """A steady fill of 10 data elements every 30 s: the snapshot says when it reaches OVFLWMAX (whether or not
+    within the forecast's horizon); flat, it says nothing."""
+    t0 = 1_700_000_010_000  # a multiple of the 30-second sample step
+    d = StructureDef("MSGQ1", size=1000)  # 2,000 elements, at its SIZE: OVFLWMAX at 1,400, full at 2,000
+    mon = StructureMonitor("MSGQ1", StructureSettings((d,), snapshot_interval_ms=10_000))
+    for i in range(600):  # a put every 3 s for 30 min: a sample every 30 s, 10 more each
+        mon.on_activity(Activity(f"e{i}", "IMSA", "1PAYROLL", "PUT", t0 + i * 3000, msg_bytes=500, clock=t0 + i * 3000))
+    (snap,) = mon.snapshot(t0 + 1_800_000)
+    r = snap.record
+    # the newest sample, 590 at 29.5 min: 810 more to OVFLWMAX at 10 a sample: 81 samples, 40.5 min later
+    assert (r["ovflwmax_eta"], r["full_eta"], r["overflow_full_eta"]) == (t0 + 70 * 60_000, t0 + 100 * 60_000, None)
+    flat = StructureMonitor("MSGQ1", mon.settings)
+    for i in range(600):
+        flat.on_activity(
+            Activity(f"f{i}", "IMSA", "1PAYROLL", "PUT" if i % 2 == 0 else "GET", t0 + i * 3000, msg_bytes=500)
+        )
+    (snap,) = flat.snapshot(t0 + 1_800_000)
+    assert (snap.record["ovflwmax_eta"], snap.record["full_eta"]) == (None, None)

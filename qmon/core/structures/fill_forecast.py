@@ -117,6 +117,14 @@ class FillForecast(StructureBase):
                     out.append(self._forecast_record(decision, f"{rec.event_id}:{key}", rec))
         return out
 
+    def outlook(self) -> dict[str, int | None]:
+        """Target -> the instant the trend reaches it (``Forecaster.outlook``), None for the others: for
+        snapshots."""
+        fc, out = self.state["fc"], dict.fromkeys(("OVFLWMAX", "FULL", "OVERFLOW_FULL"))
+        if fc is not None and self.definition is not None:
+            out.update(Forecaster(self.settings.forecast, fc, (self.name,)).outlook(self._forecast_targets()))
+        return out
+
     def forecast_due(self) -> int | None:
         """Event time of the next sample while a forecast fires (a quiet structure's timer), else None."""
         fc = self.state["fc"]

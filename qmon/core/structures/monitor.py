@@ -199,6 +199,9 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring, FillForec
             # approved queues exist only in overflow mode (its end clears them): no need to decode them all
             "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
         }
+        etas = self.outlook()
+        record["ovflwmax_eta"], record["full_eta"] = etas["OVFLWMAX"], etas["FULL"]
+        record["overflow_full_eta"] = etas["OVERFLOW_FULL"]
         snap.update(at=clock, dirty=False)
         return [Emit(topics.SNAPSHOT, self.name, dict(record))]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple, NotRequired, TypedDict
 
 from qmon.core import forecast
@@ -49,7 +50,7 @@ class ForecastSettings:
     horizon_ms: int = 15 * 60 * 1000  # forecast this far ahead (and read the trend over as long); 0: off
     min_confidence: float = 0.5  # the least confidence (Kendall's rank correlation, 0 to 1) that FIRES
 
-    @property
+    @cached_property
     def step_ms(self) -> int:
         return max(1, self.horizon_ms // SAMPLES) if self.horizon_ms > 0 else 0
 
@@ -116,8 +117,11 @@ class Forecaster:
         if st["on"] or ts >= st["at"] + st["step"]:
             return False
         steps = self.settings.horizon_ms / st["step"]
+        windows: dict[int, list[int]] = {}
         for t in targets:
-            window = st["s"][t.series][1 - SAMPLES :] + [levels[t.series]]
+            window = windows.get(t.series)
+            if window is None:
+                window = windows[t.series] = st["s"][t.series][1 - SAMPLES :] + [levels[t.series]]
             if forecast.may_reach(window, t.threshold, steps):
                 return False
         self._push(levels)
@@ -131,6 +135,8 @@ class Forecaster:
         st = self.state
         if ts < st["at"]:
             return []
+        if self.quiet_sample(ts, levels, targets):
+            return []  # (one sample, nothing to judge)
         step = st["step"]
         due = (ts - st["at"]) // step + 1
         out: list[Decision] = []
@@ -208,8 +214,9 @@ class Forecaster:
                 if ep["clear"] >= HOLD:
                     del st["on"][t.key]
                     out.append(Decision("RESOLVED", t.key, ep["id"], at, None, tr, "trend"))
-        series = {t.key: t.series for t in targets}
-        for key in sorted(k for k in st["on"] if k not in series):
-            ep = st["on"].pop(key)
-            out.append(Decision("RESOLVED", key, ep["id"], at, None, None, "gone"))
+        if st["on"]:
+            keys = {t.key for t in targets}
+            for key in sorted(k for k in st["on"] if k not in keys):
+                ep = st["on"].pop(key)
+                out.append(Decision("RESOLVED", key, ep["id"], at, None, None, "gone"))
         return out

@@ -40,7 +40,10 @@ class FillForecast(ShardBase):
     def _forecast(self, queue: str, q: QueueState, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged; the forecasts
         started, or stopped, as the settings say."""
-        settings, fc, out = self.settings.forecast, q["fc"], []
+        settings, fc = self.settings.forecast, q["fc"]
+        if fc is not None and ts < fc["at"] and fc["step"] == settings.step_ms:
+            return []  # no sample due (most records)
+        out: list[Emit] = []
         if fc is not None and fc["step"] != settings.step_ms:
             out = [
                 self._forecast_record(queue, q, d, source)

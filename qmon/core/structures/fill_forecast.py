@@ -72,6 +72,9 @@ class FillForecast(StructureBase):
 
     def _forecast(self, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged."""
+        now = self.state["fc"]
+        if now is not None and ts < now["at"] and now["step"] == self.settings.forecast.step_ms:
+            return []  # no sample due (most records)
         fc, out = self._forecaster(ts, source)
         if fc is not None:
             decisions = fc.advance(ts, self._levels(), self._forecast_targets())

@@ -1,6 +1,6 @@
 """QUEUE_FILL_FORECAST: a queue whose depth will reach MAXDEPTH, or QDEPTHHI where depth events are enabled,
-within ``forecast.horizon`` at its current trend.  Beyond IBM MQ, whose queue depth events come once the depth
-is there.  The forecasts never change the queue's service timer, statistics or performance events.  Pure.
+within ``forecast.horizon`` at its current trend.  Beyond IBM MQ, whose queue depth events (IBM MQ, *Queue
+depth events*) come once the depth is there.  The forecasts never change the queue's service timer, statistics or performance events.  Pure.
 
 Targets, each its own episode:
 
@@ -15,6 +15,8 @@ MQRC_Q_FULL), when it no longer applies, or as ``qmon.core.forecaster`` says oth
 
 from __future__ import annotations
 
+import logging
+
 from qmon.core import topics
 from qmon.core.forecaster import Decision, Forecaster, Target, start
 from qmon.core.ids import event_id
@@ -22,6 +24,8 @@ from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
 from qmon.core.reasons import MQRC_Q_FULL
 from qmon.core.records import Activity, Emit, SubjectKind, alert, iso, minutes, plural, within
+
+logger = logging.getLogger(__name__)
 
 
 class FillForecast(ShardBase):

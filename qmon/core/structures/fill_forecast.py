@@ -1,6 +1,6 @@
 """STRUCTURE_FILL_FORECAST: a structure whose usage will reach OVFLWMAX, or be full, within ``forecast.horizon``
 at its current trend; also its overflow structure filling.  Beyond IMS and z/OS, which report a threshold once
-it is crossed.  The forecasts never change the structure's accounting or its CQS alerts.  Pure.
+it is crossed (IMS, *CQS structure overflow function*; z/OS structure full monitoring).  The forecasts never change the structure's accounting or its CQS alerts.  Pure.
 
 Targets, each its own episode:
 
@@ -20,11 +20,15 @@ which is no fill, so the samples start again.
 
 from __future__ import annotations
 
+import logging
+
 from qmon.core import topics
 from qmon.core.forecaster import Decision, Forecaster, Target, start
 from qmon.core.records import Activity, Emit, iso, minutes, within
 from qmon.core.structures.base import StructureBase
 from qmon.core.structures.data_elements import usage_pct
+
+logger = logging.getLogger(__name__)
 
 #: the real alerts that take over when a target is reached
 TAKES_OVER = {

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: help setup servers demo test test-fast lint format typecheck docs ci bench wheel dist clean
+.PHONY: help setup servers demo test test-fast lint format typecheck docs dashboard ci bench wheel dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -65,6 +65,9 @@ typecheck: setup ## mypy (with the pydantic plugin) over the whole project, as c
 docs: setup ## regenerate the reference pages from the code, then build the site into build/site (mkdocs --strict)
 	$(PY) -m qmon.app.docgen $(if $(CI),--check,)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+dashboard: setup ## regenerate the Grafana dashboard (config/grafana/dashboards/qmon.json) from qmon/app/dashboard.py
+	$(PY) -m qmon.app.dashboard
 
 ci: lint typecheck docs test ## what CI runs (.ci/run): lint, typecheck, the docs, then the whole test suite
 

@@ -303,10 +303,9 @@ def run_qmon(spark: Any, bootstrap: str, prefix: str, config: Config, tmp: Path)
     from qmon.streaming.job import start_query
 
     ensure_topics(bootstrap, config.kafka.partitions, prefix=prefix)
+    checkpoint = str(tmp / f"ckpt-{prefix}-{uuid.uuid4().hex[:6]}")
     t = time.perf_counter()
-    query = start_query(
-        spark, config, bootstrap, str(tmp / f"ckpt-{prefix}-{uuid.uuid4().hex[:6]}"), available_now=True
-    )
+    query = start_query(spark, config, bootstrap, checkpoint, available_now=True)
     query.awaitTermination()
     elapsed = time.perf_counter() - t
     outs = read_all(bootstrap, [topics.physical(x, prefix) for x in topics.OUTPUTS])

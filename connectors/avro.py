@@ -1,8 +1,7 @@
 """Avro codecs for Python clients (fastavro), plain or in the Confluent wire format.
 
-Schemas live in ``avro/*.avsc`` at the top of the checkout and are installed as package data
-(``qmon/avro``), read with ``importlib.resources``; the Spark job reads the same files for
-``from_avro`` / ``to_avro``.
+The schemas are read by ``connectors.schema``; the Spark job reads the same files for ``from_avro`` /
+``to_avro``.
 """
 
 from __future__ import annotations
@@ -13,28 +12,20 @@ import json
 import logging
 import struct
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import fastavro
 
+from qmon.connectors.schema import schema_text
 from qmon.core.timeconv import to_ms
 
 logger = logging.getLogger(__name__)
 
-SCHEMAS = resources.files("qmon") / "avro"
 CONFLUENT_MAGIC = 0
 
 
 class AvroDecodeError(ValueError):
     """Bytes that are not a record of the expected schema."""
-
-
-def schema_text(name: str) -> str:
-    path = SCHEMAS / f"{name}.avsc"
-    if not path.is_file():
-        raise FileNotFoundError(f"no Avro schema {name!r}: expected {path}")
-    return path.read_text()
 
 
 @cache

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from qmon.connectors import avro
+from qmon.connectors.dlqreader import read_ledger
 from qmon.connectors.kafka import client_config
 from qmon.core import topics
 from qmon.core.config import KafkaSecurity
@@ -221,46 +222,10 @@ class Handler:
                 raise
 
     def _read_ledger(self) -> dict[str, LedgerEntry]:
-        from confluent_kafka import Consumer, TopicPartition
-
-        c = Consumer(
-            client_config(
-                self.bootstrap,
-                self.security,
-                **{
-                    "group.id": f"{self.group}-ledger-{uuid.uuid4().hex[:8]}",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                },
-            )
+        entries: dict[str, LedgerEntry] = read_ledger(
+            self.bootstrap, self.ledger_topic, self.security, self.group, must_exist=True
         )
-        try:
-            low, high = c.get_watermark_offsets(TopicPartition(self.ledger_topic, 0), timeout=30)
-            entries: dict[str, LedgerEntry] = {}
-            if high <= low:
-                return entries
-            c.assign([TopicPartition(self.ledger_topic, 0, low)])
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                msg = c.poll(1.0)
-                if msg is None:
-                    if c.position([TopicPartition(self.ledger_topic, 0)])[0].offset >= high:
-                        break
-                    continue
-                if msg.error():
-                    continue
-                key = (msg.key() or b"").decode()
-                value = msg.value()
-                if value is None:
-                    entries.pop(key, None)
-                else:
-                    entries[key] = json.loads(value)
-                offset = msg.offset()
-                if offset is not None and offset + 1 >= high:
-                    break
-            return entries
-        finally:
-            c.close()
+        return entries
 
     def _plan_ledger(self) -> None:
         """At start: schedule every waiting record, and every ignored one the table just read gives an attempt."""

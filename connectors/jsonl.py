@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from qmon.connectors import avro
+from qmon.connectors.schema import field_names, required_fields
 from qmon.core import topics
 from qmon.core.ids import dlq_event_id
 from qmon.core.reasons import CODE
 
-_ACTIVITY_REQUIRED = ("qmgr", "queue", "op", "ts")
+#: an activity line's fields, and those it must carry (all the record's required ones but event_id, which a
+#: line may leave out: the loader makes one up from the file's name and the line's number)
+_ACTIVITY_FIELDS = field_names("QueueActivity")
+_ACTIVITY_REQUIRED = tuple(name for name in required_fields("QueueActivity") if name != "event_id")
 _OPS = ("PUT", "GET", "START")
 
 
@@ -207,13 +211,8 @@ def encode_lines(lines: Iterable[str], source: str = "input") -> Encoded:
                     )
                 )
                 continue
-            record = {
-                "event_id": str(obj.get("event_id") or f"{source}:{line_no}"),
-                **{
-                    k: obj.get(k)
-                    for k in ("qmgr", "queue", "op", "ts", "depth_after", "msg_bytes", "structure", "reason")
-                },
-            }
+            record = {k: obj.get(k) for k in _ACTIVITY_FIELDS}
+            record["event_id"] = str(obj.get("event_id") or f"{source}:{line_no}")
             key = f"{obj['qmgr']}/{obj['queue']}"
         else:
             dead.append(

@@ -126,3 +126,24 @@ def topic_exists(bootstrap: str, name: str, security: KafkaSecurity | None = Non
     from confluent_kafka.admin import AdminClient
 
     return name in AdminClient(client_config(bootstrap, security)).list_topics(timeout=timeout).topics
+
+
+def end_offsets(
+    bootstrap: str, names: list[str], security: KafkaSecurity | None = None, timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
+    """The end offset (the next to be written) of every partition of the topics ``names`` that exist."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        client_config(bootstrap, security, **{"group.id": "qmon-end-offsets", "enable.auto.commit": False})
+    )
+    try:
+        listed = consumer.list_topics(timeout=timeout).topics
+        ends = {}
+        for name in names:
+            for partition in sorted(listed[name].partitions) if name in listed else []:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(name, partition), timeout=timeout)
+                ends[(name, partition)] = int(high)
+        return ends
+    finally:
+        consumer.close()

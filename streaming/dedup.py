@@ -35,6 +35,7 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.types import BinaryType, StructField, StructType, TimestampType
 
 from qmon.core.dedup import SLICE_MS
+from qmon.streaming.event_order import SOURCE_BITS, TIMED, UNTIMED
 from qmon.streaming.rows import ROUTED_COLUMNS, Kind
 from qmon.streaming.slice_check import HMS, REST_SCHEMA_DICT, SliceCheck
 
@@ -45,10 +46,16 @@ PARTS = 4
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
 
 
-def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -> DataFrame:
-    """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked column ``horizon``, the arrival clock ``ahead_ms`` ahead
-    (``pipeline.HORIZON``): the operator ahead of the monitor."""
+def dedup_step(
+    routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int] | None = None
+) -> DataFrame:
+    """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked
+    column ``horizon``, the arrival clock ``ahead_ms`` ahead (``pipeline.HORIZON``), and the marks of
+    event-time order (``streaming.event_order``; ``last``: the last offset a run reads of each input
+    partition, by its ``dsrc``): the operator ahead of the monitor."""
     activity = F.col("kind") == Kind.ACTIVITY.value
+    timed = F.col("kind").isin(*TIMED)
+    source = F.shiftleft(F.col("src_topic").cast("long"), SOURCE_BITS) + F.col("src_partition")
     digest = F.xxhash64("qmgr", "queue", "event_id")
     keyed = routed.select(
         F.when(activity, F.floor(F.col("ts") / F.lit(SLICE_MS))).otherwise(F.lit(-1)).cast("long").alias("dslice"),
@@ -59,10 +66,13 @@ def dedup_step(routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int) -
         F.when(activity, digest).otherwise(F.lit(0)).cast("long").alias("ddigest"),
         F.unix_millis(F.col(horizon)).alias(HMS),
         to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
+        F.coalesce(source, F.lit(-1)).cast("long").alias("dsrc"),
+        F.when(timed, F.col("ts")).otherwise(F.lit(UNTIMED)).cast("long").alias("dts"),
+        F.col("src_offset").cast("long").alias("doff"),
     )
     schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
-        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
+        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms, last),
         outputStructType=schema,
         outputMode="Append",
         timeMode="EventTime",

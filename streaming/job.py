@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from qmon.connectors.kafka import ensure_topics, spark_options, topic_exists
+from qmon.connectors.kafka import end_offsets, ensure_topics, spark_options, topic_exists
 from qmon.core import topics
 from qmon.core.config import Config, duration_ms
 
@@ -70,6 +70,7 @@ def start_query(
 
     # one source per input topic: each is decoded with its own record
     raw = {logical: source(topics.physical(logical, config.kafka.topic_prefix)) for logical in topics.INPUTS}
+    names = [topics.physical(logical, config.kafka.topic_prefix) for logical in raw]
     trace = topics.physical(topics.MQ_TRACE, config.kafka.topic_prefix)
     read_trace = config.mq_trace.enabled is True
     if config.mq_trace.enabled == "auto":  # as the checkpoint was started, else whether the topic exists now
@@ -77,6 +78,7 @@ def start_query(
         read_trace = recorded if recorded is not None else topic_exists(bootstrap, trace, config.kafka.security)
     if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
         raw[topics.MQ_TRACE] = source(trace)
+        names.append(trace)
         logger.info("qmon job: reading MQ activity trace from %s", trace)
     placed = placement(
         spark,
@@ -98,6 +100,9 @@ def start_query(
         input_tasks=config.job.input_tasks,
         dedup_window_ms=duration_ms(config.monitor.dedup_window),
         mq_trace=config.mq_trace.settings() if read_trace else None,
+        max_lateness_ms=duration_ms(config.job.max_lateness),
+        # a run that stops where the input ends now: a partition read to its end holds nothing back
+        ends=end_offsets(bootstrap, sorted(names), config.kafka.security) if available_now else None,
     )
     out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
     writer = (

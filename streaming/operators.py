@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any
 
+import msgpack
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.state import GroupState
@@ -45,7 +46,8 @@ from qmon.core.queues import MonitorSettings, QueueMonitor, command_reply
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor, StructureSettings
 from qmon.streaming import state as stored
-from qmon.streaming.rows import OUTPUT_COLUMNS, Kind, Unit
+from qmon.streaming.event_order import Held
+from qmon.streaming.rows import LATE, OUTPUT_COLUMNS, Kind, Unit
 from qmon.streaming.worker import freeze_imports
 
 
@@ -185,22 +187,45 @@ def passed_through(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 class GroupSlot:
-    """An ``applyInPandasWithState`` group's state: the value and its event-time timeout.
+    """An ``applyInPandasWithState`` group's state: the unit's value, the records it holds for event-time
+    order (``held``, ``streaming.event_order``), and the group's event-time timeout; written once, by
+    ``commit``, at the end of a call.
 
     Spark times a group out when the watermark passes the timeout (strictly), so a deadline ``at`` (due
     when the watermark reaches it) becomes the timeout ``at - 1``; the timeout is set again in every call
-    (a call that sets none leaves the group without one)."""
+    (a call that sets none leaves the group without one).  A group holding records is timed out at the next
+    batch whose watermark has moved: a batch without data, in which every partition is at its end."""
 
     def __init__(self, state: GroupState):
         self.state = state
+        value = msgpack.unpackb(state.get[0], raw=False) if state.exists else {}
+        self.blob: bytes | None = value.get("u")
+        self.held = Held(value.get("o"))
+        self.timer_at: int | None = None
+        self.changed = False
 
     def load(self) -> bytes | None:
-        return self.state.get[0] if self.state.exists else None
+        return self.blob
+
+    @staticmethod
+    def unit_value(stored_value: bytes) -> bytes | None:
+        """The unit's own value (``qmon.streaming.state``) inside a group's stored value."""
+        return msgpack.unpackb(stored_value, raw=False).get("u")
 
     def store(self, blob: bytes, timer_at: int | None) -> None:
-        self.state.update((blob,))
+        self.blob, self.timer_at, self.changed = blob, timer_at, True
+
+    def commit(self) -> None:
+        order = self.held.stored()
+        if self.blob is None and order == {"f": None}:
+            return  # nothing to keep
+        self.state.update((msgpack.packb({"u": self.blob, "o": order}, use_bin_type=True),))
+        watermark = self.state.getCurrentWatermarkMs()
+        timer_at = self.timer_at
+        if self.held:
+            timer_at = watermark + 1 if timer_at is None else min(timer_at, watermark + 1)
         if timer_at is not None:
-            self.state.setTimeoutTimestamp(max(timer_at - 1, self.state.getCurrentWatermarkMs(), 1))
+            self.state.setTimeoutTimestamp(max(timer_at - 1, watermark, 1))
 
 
 class _Unit:
@@ -224,8 +249,11 @@ class _Unit:
         """The rules over a monitor's rows in order: (emits with their order, the newest ts)."""
         raise NotImplementedError
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
-        """A key's rows (none passed through): its monitors' emits, a list per monitor."""
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
+        """A key's rows (none passed through): its monitors' emits, a list per monitor; with ``flush`` (the end
+        of the input), each monitor's snapshot due or not."""
         raise NotImplementedError
 
     def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
@@ -237,9 +265,12 @@ class _Unit:
         dues = [at for at in (self.due(mon), mon.snapshot_due()) if at is not None]
         return min(dues) if dues else None
 
-    def step(self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None) -> list[tuple[int, int, Emit]]:
+    def step(
+        self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None, flush: bool = False
+    ) -> list[tuple[int, int, Emit]]:
         """One monitor's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
-        has already reached are run at once, as a timer that fires in the same batch."""
+        has already reached are run at once, as a timer that fires in the same batch.  With ``flush`` (the end of
+        the input), the snapshot is taken now if one is waiting: no later batch moves the arrival clock to it."""
         emits, newest = self.apply(name, mon, pdf)
         if watermark is not None:
             for _ in range(3):  # a deadline due now; running it may make another one due (rarely)
@@ -250,7 +281,11 @@ class _Unit:
         self.expire_idle_queues(mon, newest)
         newest_clock = pdf["clock"].max()  # (the arrival clock: the snapshot's pace)
         clock = max(int(newest_clock) if newest_clock == newest_clock else 0, watermark or 0)
-        emits.extend((-1, e.record["ts"], e) for e in mon.snapshot(clock))
+        snapshot = mon.snapshot(clock)
+        due = mon.snapshot_due() if flush and not snapshot else None  # (it has noted what waits for it)
+        if due is not None:
+            snapshot = mon.snapshot(max(clock, due))
+        emits.extend((-1, e.record["ts"], e) for e in snapshot)
         return emits
 
     def tick(self, mon: Any, watermark: int) -> list[tuple[int, int, Emit]]:
@@ -261,22 +296,23 @@ class _Unit:
         return [(-1, e.record["ts"], e) for e in out]
 
     def rows(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None, flush: bool = False
     ) -> Iterator[pd.DataFrame]:
-        """A key's rows in a batch (rows passed through first, and without loading the state)."""
+        """A key's rows in a batch (rows passed through first, and without loading the state); ``flush``: they
+        end the input."""
         passing = pdf["kind"].values == Kind.PASS
         if passing.any():
             yield passed_through(pdf[passing])
             pdf = pdf[~passing]
-            if pdf.empty:
-                # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
-                # and deadlines the watermark reached run now, as in a call with rows
-                if watermark is not None and slot.load() is not None:
-                    emits = self.fire(name, slot, watermark)
-                    if any(emits):
-                        yield encode_emits(emits)
-                return
-        emits = self.batch(name, pdf, slot, watermark)
+        if pdf.empty:
+            # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
+            # and deadlines the watermark reached run now, as in a call with rows
+            if watermark is not None and slot.load() is not None:
+                emits = self.fire(name, slot, watermark)
+                if any(emits):
+                    yield encode_emits(emits)
+            return
+        emits = self.batch(name, pdf, slot, watermark, flush)
         if any(emits):
             yield encode_emits(emits)
 
@@ -381,12 +417,14 @@ class QueueUnit(_Unit):
             return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
         return mon.on_command(cmd, ts, command_id, reply)
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
         group = stored.load_group(slot.load())
         out, touched = [], set()
         for (qmgr, shard), rows in by_shard(pdf):
             mon = self._shard(group, qmgr, shard)
-            out.append(self.step(qmgr, mon, rows, watermark))
+            out.append(self.step(qmgr, mon, rows, watermark, flush))
             self._put(group, qmgr, shard, mon)
             touched.add((qmgr, shard))
         if watermark is not None:  # a group with rows is not timed out: the other shards' deadlines, now
@@ -437,9 +475,11 @@ class StructureUnit(_Unit):
     def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
         slot.store(stored.dumps(mon.state), self.deadline(mon))
 
-    def batch(self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None) -> list[list[Any]]:
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
         mon = self._load(name, slot)
-        out = self.step(name, mon, pdf, watermark)
+        out = self.step(name, mon, pdf, watermark, flush)
         self._store(mon, slot)
         return [out]
 
@@ -454,9 +494,12 @@ class StructureUnit(_Unit):
 class Monitor:
     """The units of both kinds, and the one function ``applyInPandasWithState`` calls per group."""
 
-    def __init__(self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int):
+    def __init__(
+        self, settings: MonitorSettings, structure_settings: StructureSettings, ttl_ms: int, lateness_ms: int = 0
+    ):
         self.queues = QueueUnit(settings, ttl_ms)
         self.structures = StructureUnit(structure_settings)
+        self.lateness_ms = lateness_ms
 
     def unit(self, key: Any) -> QueueUnit | StructureUnit:
         return self.structures if key[0] == Unit.STRUCTURE else self.queues
@@ -464,8 +507,28 @@ class Monitor:
     def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         freeze_imports()
         slot = GroupSlot(state)
-        if state.hasTimedOut:
-            yield from self.unit(key).expired(key[1], slot, state.getCurrentWatermarkMs())
+        unit, watermark = self.unit(key), state.getCurrentWatermarkMs()
+        queues = key[0] == Unit.QUEUES
+        if state.hasTimedOut:  # a batch without data: every partition is at its end, so nothing waits
+            held = slot.held.release_all()
+            if held is not None:
+                yield from unit.rows(key[1], held, slot, watermark)
+            else:
+                yield from unit.expired(key[1], slot, watermark)
         else:
-            rows = sorted_input(pdfs, shards=key[0] == Unit.QUEUES)
-            yield from self.unit(key).rows(key[1], rows, slot, state.getCurrentWatermarkMs())
+            passed, rows = slot.held.admit(
+                sorted_input(pdfs, shards=queues),
+                self.lateness_ms,
+                lambda frames: sorted_input(frames, shards=queues),
+            )
+            if passed is not None:
+                yield passed_through(passed)
+            yield from unit.rows(key[1], rows, slot, watermark, slot.held.ended)
+            if slot.held.late:
+                yield late_records(slot.held.late)
+        slot.commit()
+
+
+def late_records(count: int) -> pd.DataFrame:
+    """The row that counts a call's late records (``LATE``): observed by the query, never written."""
+    return pd.DataFrame([(LATE, None, b"", 0, count, 0)], columns=OUTPUT_COLUMNS)

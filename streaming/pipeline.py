@@ -23,7 +23,7 @@ Steps:
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
    through by the operator, so the input is read once for them all.
 4. The duplicate check ahead of the monitor (``streaming.dedup``, ``qmon.core.dedup``) over one row a
-   record; the structures' rows are made after it (``structure_copies``).
+   record; the structures' rows are made after it (``copies``), and so are every unit's marks.
 5. One stateful operator (``streaming.operators.Monitor``, ``applyInPandasWithState``): each queue shard applies
    ``qmon.core.queues`` (and ``qmon.core.interest``, ``qmon.core.journals``), a structure ``qmon.core.structures``,
    each in (ts, arrival) order, and encodes its outputs.  One operator, not one per unit kind:
@@ -41,12 +41,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StringType
 
-from qmon.connectors.avro import schema_text
+from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
-from qmon.streaming.rows import OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
+from qmon.streaming.event_order import source
+from qmon.streaming.rows import ACTIVITY, LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ _MAX_NAME = 48
 #: and across Kafka partitions the arrival clock is not monotone (a batch can read one partition further
 #: than another).  A century ahead, no row is ever behind it: qmon orders records itself, by event time.
 HORIZON = "horizon"
+#: the name of the query's observed metrics of event-time order (``late_records``: records applied late)
+ORDER_METRICS = "qmon_order"
 _CENTURY_DAYS = 36_500
 # Timestamps qmon accepts: 1970-01-01 .. 9999-12-31 (anything else cannot be a time of day).
 _TS_MIN = 0
@@ -104,15 +107,6 @@ def _ts_check(col: str = "r.ts") -> tuple[Column, str, Column]:
     )
 
 
-def _required_fields(record: str) -> list[str]:
-    import json
-
-    def nullable(t: Any) -> bool:
-        return t == "null" or (isinstance(t, list) and "null" in t)
-
-    return [f["name"] for f in json.loads(schema_text(record))["fields"] if not nullable(f["type"])]
-
-
 def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
     """Column ``col``: the value decoded as ``record`` when it was read from ``topic``, else null.
 
@@ -124,7 +118,7 @@ def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
     mine = F.col("topic") == topic
     df = df.withColumn(col, from_avro(F.when(mine, F.col("_body")), schema, {"mode": "PERMISSIVE"}))
     decoded = mine & F.col(col).isNotNull()
-    for field in _required_fields(record):
+    for field in required_fields(record):
         decoded = decoded & F.col(f"{col}.{field}").isNotNull()
     whole = F.length(to_avro(F.col(col), schema)) == F.length(F.col("_body"))
     return df.withColumn(col, F.when(decoded, F.when(whole, F.col(col))))
@@ -235,7 +229,8 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     df = df.withColumn("format", F.lit(record))
     if logical != topics.CONTROL:
         return df.withColumn("p", F.lit(None).cast(_PARSED_NULL)).withColumn("cmd_invalid", F.lit(False))
-    is_cmd = F.col("dlq_reason").isNull()  # parse only commands that passed the checks
+    # parse only commands that passed the checks
+    is_cmd = F.col("dlq_reason").isNull()
     df = df.withColumn("p", F.when(is_cmd, parse_mqsc(F.col("rc.text"))))
     df = df.withColumn("cmd_invalid", is_cmd & ~F.col("p.ok"))
     df = df.withColumn(
@@ -280,12 +275,13 @@ class _Router:
     #: would follow ``spark.sql.timestampType``; a struct's does not quote its field names).
     _BY_NAME = (IntegerType, LongType, StringType, BooleanType, BinaryType)
 
-    def __init__(self) -> None:
+    def __init__(self, topic_index: Column) -> None:
         for field in ROUTED.fields:
             if type(field.dataType) not in self._BY_NAME:
                 raise TypeError(f"rows.ROUTED.{field.name}: {field.dataType} is not cast by name here (_Router)")
         self._types = {field.name: field.dataType.simpleString() for field in ROUTED.fields}
         common = {
+            "src_topic": topic_index,
             "src_partition": F.col("partition"),
             "src_offset": F.col("offset"),
             "clock": F.unix_millis("timestamp"),  # ms: cheaper to hand to Python than a timestamp
@@ -344,6 +340,11 @@ def _structure_bucket(structure: Column, structure_buckets: dict[str, int] | Non
     return F.coalesce(chosen[structure], F.lit(0))
 
 
+def topic_numbers(names: dict[str, str]) -> dict[str, int]:
+    """Each topic's number in a routed row's ``src_topic``: its place among the sorted physical names."""
+    return {name: i for i, name in enumerate(sorted(set(names.values())))}
+
+
 def route(
     dec: DataFrame,
     names: dict[str, str],
@@ -353,14 +354,14 @@ def route(
 ) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the dead letters
     and invalid-command replies it passes through (kind P): one row a record, one pass over the input.  An
-    activity's copy for its structure (kind S) is made by ``structure_copies``, after the duplicate check
+    activity's copy for its structure (kind S) is made by ``copies``, after the duplicate check
     (``streaming.dedup``), so that a record and its copy have one verdict.
 
     A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
     a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
     of keys (each a fixed cost in every micro-batch) does not grow with the queue managers."""
-    _routed = _Router()
+    _routed = _Router(F.create_map(*[F.lit(x) for kv in topic_numbers(names).items() for x in kv])[F.col("topic")])
     units = queue_units or [0]
     unit_keys = F.array(*[F.lit(int(b)) for b in units])
 
@@ -400,19 +401,9 @@ def route(
         out_key=F.col("rc.command_id"),
         out_value=to_avro(reply, schema_text("CommandReply")),
     )
-    fields = dict(
-        qmgr=F.col("ra.qmgr"),
-        event_id=F.col("ra.event_id"),
-        queue=F.col("ra.queue"),
-        op=F.col("ra.op"),
-        ts=F.unix_millis("ra.ts"),
-        depth_after=F.col("ra.depth_after"),
-        msg_bytes=F.col("ra.msg_bytes"),
-        structure=F.col("ra.structure"),
-        reason=F.col("ra.reason"),
-        reply=F.lit(False),
-        rank=F.lit(1),
-    )
+    # each field of the decoded record to its routed column (ts as epoch ms)
+    fields = {name: F.col(f"ra.{name}") for name, _ in ACTIVITY}
+    fields.update(ts=F.unix_millis("ra.ts"), reply=F.lit(False), rank=F.lit(1))
     shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets))
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),
@@ -490,22 +481,32 @@ def route(
     return dec.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
-def structure_copies(routed: DataFrame, structure_buckets: dict[str, int] | None = None) -> DataFrame:
+def copies(
+    routed: DataFrame, structure_buckets: dict[str, int] | None, unit_keys: list[tuple[str, str, int]]
+) -> DataFrame:
     """Each activity row that names a structure, and its copy for the structure's monitor (kind S, key
     ``(S, structure, placed bucket)``: the bucket places the structure's key on a partition of its own,
-    ``qmon.core.placement``)."""
+    ``qmon.core.placement``); each mark (``streaming.event_order``) once for every unit of ``unit_keys``
+    ((unit, unit_name, bucket))."""
     types = {f.name: f.dataType.simpleString() for f in ROUTED.fields}
-    changed = {
+
+    def row(changed: dict[str, Column]) -> Column:
+        return F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
+
+    copy = {
         "unit": F.lit(Unit.STRUCTURE.value),
         "unit_name": F.col("structure"),
         "bucket": _structure_bucket(F.col("structure"), structure_buckets),
         "shard": F.lit(None),
         "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
     }
-    same = F.struct(*[F.col(c) for c in ROUTED_COLUMNS])
-    copy = F.struct(*[changed.get(c, F.col(c)).cast(types[c]).alias(c) for c in ROUTED_COLUMNS])
+    marks = [row({"unit": F.lit(u), "unit_name": F.lit(n), "bucket": F.lit(b)}) for u, n, b in unit_keys]
     copied = (F.col("kind") == Kind.ACTIVITY.value) & F.col("structure").isNotNull()
-    rows = F.when(copied, F.array(same, copy)).otherwise(F.array(same))
+    rows = (
+        F.when(copied, F.array(row({}), row(copy)))
+        .when(F.col("kind") == Kind.FRONTIER.value, F.array(*marks))
+        .otherwise(F.array(row({})))
+    )
     return routed.select(F.explode(rows).alias("x"), HORIZON).select("x.*", HORIZON)
 
 
@@ -523,12 +524,18 @@ def build(
     input_tasks: int | None = None,
     mq_trace: tuple[str, str] | None = None,
     dedup_window_ms: int = 10 * 60 * 1000,
+    max_lateness_ms: int = 0,
+    ends: dict[tuple[str, int], int] | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
     ``raw`` is one DataFrame per logical input topic, or one holding every input topic;
     ``topic`` holds physical topic names (under ``prefix``); so do the output rows.  The duplicate check
-    (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``.
+    (``streaming.dedup``) runs ahead of the monitor and remembers an event_id for ``dedup_window_ms``; the
+    monitor applies each unit's records in event-time order across the input partitions, up to
+    ``max_lateness_ms`` behind the slowest (``streaming.event_order``); ``ends``, the end offset of each input
+    partition (physical topic, partition) a run stops at (``--available-now``): a partition read to its end
+    holds nothing back.
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
@@ -539,16 +546,24 @@ def build(
     # one watermark, above the union: an idle input topic never holds the event-time timers back
     dec = decode(raw, names, mq_trace)
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
-    dec = dec.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    # the check reads one row a record: the structures' copies are made after it
     routed = route(dec, names, buckets, structure_buckets, queue_units)
-    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000)
-    routed = structure_copies(checked, structure_buckets)
+    routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
+    # the check reads one row a record (the structures' copies are made after it), and marks how far each
+    # input partition has got; each mark is then copied to every unit
+    numbers = topic_numbers(names)
+    last = {source(numbers[t], p): end - 1 for (t, p), end in (ends or {}).items() if t in numbers and end > 0}
+    checked = dedup_step(routed, dedup_window_ms, HORIZON, _CENTURY_DAYS * 86_400_000, last)
+    unit_keys = [(Unit.QUEUES.value, "", int(b)) for b in (queue_units or [0])]
+    unit_keys += [(Unit.STRUCTURE.value, name, int(b)) for name, b in sorted((structure_buckets or {}).items())]
+    routed = copies(checked, structure_buckets, unit_keys)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
-    args = (settings, structure_settings or StructureSettings(), ttl_ms)
+    args = (settings, structure_settings or StructureSettings(), ttl_ms, max_lateness_ms)
     events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")
+    # records applied late, counted per batch in the query's progress (observedMetrics), then dropped
+    late = F.sum(F.when(F.col("topic") == LATE, F.col("order_seq")).otherwise(F.lit(0)))
+    events = events.observe(ORDER_METRICS, late.alias("late_records")).filter(F.col("topic") != LATE)
     if prefix != "qmon":  # the operators speak logical names
         mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
         events = events.withColumn("topic", mapping[F.col("topic")])

@@ -96,6 +96,7 @@ def run_rows(
         structure_buckets=placed.structures,
         queue_units=placed.queue_units,
         dedup_window_ms=duration_ms(config.monitor.dedup_window),
+        max_lateness_ms=duration_ms(config.job.max_lateness),
         mq_trace=config.mq_trace.settings() if any(r[0] == topics.MQ_TRACE for r in encoded.rows) else None,
     )
     collected: list[Any] = []

@@ -1,7 +1,8 @@
 """The operator's rows, declared once: what ``route`` hands the stateful operator and what it returns.
 
-Every column list and DDL string is derived from these StructTypes; the kinds and units are enums whose
-values are the one-letter codes that travel in the rows.
+Every column list and DDL string is derived from these StructTypes; the activity's columns are derived from
+its Avro schema (``avro/QueueActivity.avsc``); the kinds and units are enums whose values are the one-letter
+codes that travel in the rows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from qmon.connectors.schema import fields
+
 
 class Unit(StrEnum):
     """The operator's key is (unit, unit_name, bucket): which monitors a row is for."""
@@ -35,10 +38,25 @@ class Kind(StrEnum):
     COMMAND = "C"  # an MQSC command (``payload``: its text), for one shard or for every shard
     JOURNAL = "J"  # a JournalStatus record (``payload``: its fields as JSON)
     PASS = "P"  # an output already encoded upstream (a dead letter, an invalid command's reply): passed through
+    FRONTIER = "F"  # a mark (``streaming.event_order``): input partition ``src_topic``/``src_partition`` read to ``ts``
 
 
 def _fields(*spec: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, typ, nullable=True) for name, typ in spec])
+
+
+#: A QueueActivity field's routed type, by its Avro type: every number travels as a long (``ts``, a
+#: timestamp, as epoch ms), an enum as its symbol.
+_ROUTED_TYPE: dict[str, DataType] = {
+    "string": StringType(),
+    "enum": StringType(),
+    "int": LongType(),
+    "long": LongType(),
+    "timestamp-millis": LongType(),
+}
+
+#: QueueActivity's fields as routed columns (name, type), in the schema's order.
+ACTIVITY = [(f.name, _ROUTED_TYPE[f.type]) for f in fields("QueueActivity")]
 
 
 #: What the operator receives (one row per routed record).
@@ -48,18 +66,15 @@ ROUTED = _fields(
     ("bucket", IntegerType()),
     ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_buckets) the row is for
     ("kind", StringType()),  # Kind
+    # the activity's columns (ACTIVITY), qmgr first; rows of other kinds use some of them: a command's and a
+    # journal's qmgr, event_id (a command's: its command_id) and ts (event time, epoch ms), a command's queue
+    # (the object it names)
     ("qmgr", StringType()),
-    ("event_id", StringType()),  # the record's event_id, or the command's command_id
-    ("queue", StringType()),  # activity: the queue; a command: the object it names
-    ("op", StringType()),  # PUT, GET, START
-    ("ts", LongType()),  # event time, epoch ms
-    ("depth_after", LongType()),
-    ("msg_bytes", LongType()),
-    ("structure", StringType()),
-    ("reason", LongType()),
+    *[column for column in ACTIVITY if column[0] != "qmgr"],
     ("payload", StringType()),  # COMMAND: the MQSC text; JOURNAL: the status as JSON
     ("reply", BooleanType()),  # COMMAND: this shard answers it
     ("rank", IntegerType()),  # at equal ts, commands (0) apply before activity (1)
+    ("src_topic", IntegerType()),  # the input topic, by its place in the sorted physical names
     ("src_partition", LongType()),
     ("src_offset", LongType()),
     ("clock", LongType()),  # the broker's append time, epoch ms: the arrival clock the watermark runs on
@@ -68,6 +83,10 @@ ROUTED = _fields(
     ("out_value", BinaryType()),
 )
 ROUTED_COLUMNS = ROUTED.fieldNames()
+
+#: The operator's output row that counts records applied late (``streaming.event_order``; ``order_seq``: how
+#: many): observed by the query and dropped before the sink.
+LATE = "qmon.late"
 
 #: What the operator returns: records for the Kafka sink, Avro-encoded, with their order within the batch.
 OUTPUT = _fields(

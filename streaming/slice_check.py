@@ -18,6 +18,8 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from qmon.core.dedup import slice_expiry
+from qmon.core.event_order import NO_TIME
+from qmon.streaming.event_order import UNTIMED, mark_rows
 from qmon.streaming.rows import ROUTED
 
 if TYPE_CHECKING:
@@ -90,8 +92,9 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
+    def __init__(self, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int] | None = None) -> None:
         self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms
+        self.last = last or {}  # a run that stops at known offsets: the last of each input partition (``dsrc``)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -103,17 +106,21 @@ class SliceCheck(StatefulProcessor):
         # a key's chunks (PySpark hands them over as they come) gathered as three arrays, the packed values by
         # reference, not as frames: a record's copies may be in any chunk, and the first in the monitor's order
         # is the one kept, for its queue and its structure at once
-        digests, hms, rest = [], [], []
+        digests, hms, rest, sources, times, offsets = [], [], [], [], [], []
         for pdf in rows:
             digests.append(pdf["ddigest"].to_numpy(dtype=np.int64))
             hms.append(pdf[HMS].to_numpy(dtype=np.int64))
             rest.append(pdf["rest"].to_numpy())
+            sources.append(pdf["dsrc"].to_numpy(dtype=np.int64))
+            times.append(pdf["dts"].to_numpy(dtype=np.int64))
+            offsets.append(pdf["doff"].to_numpy(dtype=np.int64))
         if not hms:  # (PySpark hands a key over with a row at least)
             return
         h, r = np.concatenate(hms), np.concatenate(rest)
         del hms, rest
+        marks = self._marks(np.concatenate(sources), np.concatenate(times), np.concatenate(offsets))
         if int(key[0]) < 0:  # not activity: nothing to check
-            yield from self._out(h, r, None)
+            yield from self._out(h, r, None, marks)
             return
         d = np.concatenate(digests)
         order = first_copies_order(d, r)
@@ -128,15 +135,53 @@ class SliceCheck(StatefulProcessor):
             clock = int(h.max()) - self.ahead_ms
             clock = max(clock, timerValues.getCurrentWatermarkInMs())
             self.handle.registerTimer(slice_expiry(int(key[0]), clock, self.window_ms))
-        if keep.any():  # (all kept: no record came twice, and ``order`` is the rows' own)
-            yield from self._out(h, r, None if keep.all() else order[keep])
+        # (all kept: no record came twice, and ``order`` is the rows' own)
+        yield from self._out(h, r, None if keep.all() else order[keep], marks)
 
-    def _out(self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None) -> Iterator[pd.DataFrame]:
-        """The step's output, ``rows`` (all when None) in frames of ``OUT_ROWS``: the watermarked column made
-        again from its milliseconds (a timestamp column costs PySpark a ``pd.Timestamp`` a row to regroup)."""
+    def _marks(self, sources: np.ndarray, times: np.ndarray, offsets: np.ndarray) -> list[bytes]:
+        """The marks of what this key saw (``streaming.event_order``), packed: per input partition (``dsrc``),
+        ``NO_TIME`` if it saw the partition's last offset of the run, else the greatest ``ts`` (none for a
+        partition of which it saw only rows with no time); the pipeline copies each for every unit."""
+        import io
+
+        import fastavro
+        import numpy as np
+
+        greatest: dict[int, int] = {}
+        for s in np.unique(sources[sources >= 0]).tolist():
+            of = sources == s
+            if s in self.last and int(offsets[of].max()) >= self.last[s]:
+                greatest[s] = NO_TIME
+            elif (ts := int(times[of].max())) != UNTIMED:
+                greatest[s] = ts
+        if not greatest:
+            return []
+
+        def encode(row: dict[str, Any]) -> bytes:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, _rest_schema(), row)
+            return buf.getvalue()
+
+        return mark_rows(greatest, encode)
+
+    def _out(
+        self, hms: np.ndarray, rest: np.ndarray, rows: np.ndarray | None, marks: list[bytes]
+    ) -> Iterator[pd.DataFrame]:
+        """The step's output, ``rows`` (all when None) then ``marks``, in frames of ``OUT_ROWS``: the
+        watermarked column made again from its milliseconds (a timestamp column costs PySpark a
+        ``pd.Timestamp`` a row to regroup); a mark's the key's lowest, so that it never moves the watermark."""
+        import numpy as np
         import pandas as pd
 
-        if rows is not None:
+        if marks:
+            lowest = np.full(len(marks), hms.min(), dtype=np.int64)
+            packed = np.empty(len(marks), dtype=object)
+            packed[:] = marks
+            hms, rest = (
+                np.concatenate([hms if rows is None else hms[rows], lowest]),
+                np.concatenate([rest if rows is None else rest[rows], packed]),
+            )
+        elif rows is not None:
             hms, rest = hms[rows], rest[rows]
         for a in range(0, len(hms), OUT_ROWS):
             at = pd.to_datetime(hms[a : a + OUT_ROWS], unit="ms", utc=True)

@@ -102,12 +102,23 @@ JIT_HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 #: collecting takes too much of the time.
 HEAP_FREE_RATIO = "-XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
 
-#: qmon's Java options for Spark's JVMs, each with a pattern of the HotSpot options that, given already
-#: (a whole option), leave it out.  The two ratios go together: a minimum above the other's maximum stops
-#: the JVM, and ``-Xminf``/``-Xmaxf`` are HotSpot's other names for them.
+#: The longest string or bytes value, and the most items of an array or map, that Avro's decoder reads from
+#: an input record (Avro's own limits, read when its decoder first runs).  Avro allocates a value before it
+#: reads its bytes, so without them a few bytes of garbage that declare a string of 2 GB stop the JVM with
+#: an OutOfMemoryError; with them the record does not decode and goes to the dead-letter topic.  A Kafka
+#: record is at most ``message.max.bytes`` (1 MiB unless raised), so a longer value is never a real one.
+AVRO_LIMIT = 16 * 1024 * 1024
+AVRO_LIMITS = tuple(
+    f"-Dorg.apache.avro.limits.{name}.maxLength={AVRO_LIMIT}" for name in ("string", "bytes", "collectionItems")
+)
+
+#: qmon's Java options for Spark's JVMs, each with a pattern of the options that, given already (a whole
+#: option), leave it out.  The two ratios go together: a minimum above the other's maximum stops the JVM,
+#: and ``-Xminf``/``-Xmaxf`` are HotSpot's other names for them.
 JAVA_DEFAULTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"-XX:[+-]DontCompileHugeMethods$"), JIT_HUGE_METHODS),
     (re.compile(r"-XX:M(?:in|ax)HeapFreeRatio=|-Xm(?:in|ax)f"), HEAP_FREE_RATIO),
+    *((re.compile(re.escape(limit.split("=")[0]) + "="), limit) for limit in AVRO_LIMITS),
 )
 
 #: The variables a JVM also takes Java options from (``_JAVA_OPTIONS``: HotSpot reads it after the command

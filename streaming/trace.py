@@ -22,9 +22,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from qmon.connectors.avro import schema_text
+from qmon.connectors.schema import schema_text
+from qmon.streaming.rows import ACTIVITY
 
-#: the call's fields, as ``qmon.core.pcf`` decodes them
+#: the QueueActivity fields a call can set, as ``qmon.core.pcf`` decodes them (it leaves depth_after and
+#: structure null); each typed as its routed column
 CALL_FIELDS = ("event_id", "qmgr", "queue", "op", "ts", "msg_bytes", "reason")
 FLAT = StructType(
     [
@@ -34,10 +36,7 @@ FLAT = StructType(
         StructField("key", BinaryType()),
         StructField("value", BinaryType()),  # only on a dead letter's row
         StructField("timestamp", TimestampType()),
-        *[
-            StructField(name, LongType() if name in ("ts", "msg_bytes", "reason") else StringType())
-            for name in CALL_FIELDS
-        ],
+        *[StructField(name, dict(ACTIVITY)[name]) for name in CALL_FIELDS],
         StructField("error", StringType()),  # a dead letter's row: why (null on a call's row)
     ]
 )
@@ -67,7 +66,7 @@ def decode_batches(batches: Iterator[Any], encoding: str, timezone: str) -> Iter
 
     freeze_imports()
     tz = dt.UTC if timezone.upper() == "UTC" else ZoneInfo(timezone)
-    types = {f.name: (pa.int64() if f.name in ("ts", "msg_bytes", "reason") else pa.string()) for f in FLAT.fields}
+    types = {name: pa.int64() if FLAT[name].dataType == LongType() else pa.string() for name in CALL_FIELDS}
     for batch in batches:
         values = batch.column("value").to_pylist()
         partitions = batch.column("partition").to_pylist()

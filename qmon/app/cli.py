@@ -203,23 +203,41 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
 
 
 def cmd_dlq_handler(args: argparse.Namespace) -> int:
-    from qmon.core.dlqrules import RulesError, parse_rules
+    from qmon.core.dlqrules import RulesError, RulesTable, parse_rules
 
-    path = Path(args.rules)
-    try:
-        table = parse_rules(path.read_text(), source=str(path))
-    except OSError as exc:
-        print(f"qmon dlq-handler: cannot read the rules table {path}: {exc.strerror}", file=sys.stderr)
+    rules = args.dry_run if isinstance(args.dry_run, str) else args.rules
+    if (args.since or args.until) and not args.report:
+        print("qmon dlq-handler: --since and --until go with --report", file=sys.stderr)
         return 2
-    except RulesError as exc:
-        print(str(exc), file=sys.stderr)
-        print("The rules table is not valid; the DLQ handler does not start.", file=sys.stderr)
-        return 1
-    if args.check:
+    if args.report and (args.check or args.dry_run):
+        print("qmon dlq-handler: --report reads the DLQ alone: leave out --check and --dry-run", file=sys.stderr)
+        return 2
+    if isinstance(args.dry_run, str) and args.rules and args.rules != args.dry_run:
+        print(f"qmon dlq-handler: two rules tables: --rules {args.rules} and --dry-run {args.dry_run}", file=sys.stderr)
+        return 2
+    if not rules and not args.report:
+        print(
+            "qmon dlq-handler: no rules table: give --rules FILE (or --dry-run FILE; --report needs none)",
+            file=sys.stderr,
+        )
+        return 2
+    table: RulesTable | None = None
+    if rules:
+        path = Path(rules)
+        try:
+            table = parse_rules(path.read_text(), source=str(path))
+        except OSError as exc:
+            print(f"qmon dlq-handler: cannot read the rules table {path}: {exc.strerror}", file=sys.stderr)
+            return 2
+        except RulesError as exc:
+            print(str(exc), file=sys.stderr)
+            print("The rules table is not valid; the DLQ handler does not start.", file=sys.stderr)
+            return 1
+    if args.check and table is not None:
         c = table.control
         wait = {True: "YES", False: "NO"}.get(c.wait, str(c.wait)) if isinstance(c.wait, bool) else str(c.wait)
         print(
-            f"{path}: valid. Control data: INPUTQ({c.inputq or '<the DLQ topic>'}) RETRYINT({c.retryint}) WAIT({wait})"
+            f"{Path(rules)}: valid. Control data: INPUTQ({c.inputq or '<the DLQ topic>'}) RETRYINT({c.retryint}) WAIT({wait})"
         )
         for n, rule in enumerate(table.rules, start=1):
             print(f"  rule {n} (line {rule.line}): {rule.describe()}")
@@ -229,11 +247,39 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
                 "the DLQ (IGNORE). IBM MQ recommends a final ACTION(FWD) FWDQ(...) HEADER(YES)."
             )
         return 0
-    from qmon.connectors.dlqhandler import Handler
-
     config = _config(args)
     bootstrap = _bootstrap(args, config)
-    handler = Handler(bootstrap, table, prefix=config.kafka.topic_prefix, security=config.kafka.security)
+    security = config.kafka.security
+    dlq = (table.control.inputq if table is not None else None) or topics.physical(
+        topics.DLQ, config.kafka.topic_prefix
+    )
+    if args.report or args.dry_run:
+        from qmon.connectors import dlqreader
+        from qmon.core.deadletters import parse_time
+
+        now_ms = int(time.time() * 1000)
+        try:
+            if args.report:
+                since = parse_time(args.since, now_ms) if args.since else None
+                until = parse_time(args.until, now_ms) if args.until else now_ms
+                if since is not None and since >= until:
+                    print(f"qmon dlq-handler: --since {args.since} is not before --until", file=sys.stderr)
+                    return 2
+                print(dlqreader.report(bootstrap, dlq, security, since_ms=since, until_ms=until), end="")
+            else:
+                assert table is not None
+                print(dlqreader.dry_run(bootstrap, table, dlq, security, now=now_ms / 1000, source=str(rules)), end="")
+        except ValueError as exc:
+            print(f"qmon dlq-handler: {exc}", file=sys.stderr)
+            return 2
+        except dlqreader.DlqReadError as exc:
+            print(f"qmon dlq-handler: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    from qmon.connectors.dlqhandler import Handler
+
+    assert table is not None
+    handler = Handler(bootstrap, table, prefix=config.kafka.topic_prefix, security=security)
     try:
         handler.run()
     except KeyboardInterrupt:
@@ -487,10 +533,30 @@ def parser() -> argparse.ArgumentParser:
     )
     sp.set_defaults(func=cmd_simulate)
 
-    sp = sub.add_parser("dlq-handler", help="work qmon.dlq down with an IBM MQ style rules table")
+    sp = sub.add_parser(
+        "dlq-handler",
+        help="work qmon.dlq down with an IBM MQ style rules table, dry-run a table, or report on the DLQ",
+    )
     common(sp)
-    sp.add_argument("--rules", required=True, help="the rules table (runmqdlq syntax; see config/dlq.rules)")
+    sp.add_argument("--rules", help="the rules table (runmqdlq syntax; see config/dlq.rules)")
     sp.add_argument("--check", action="store_true", help="validate and print the rules, then exit (0 valid, 1 not)")
+    sp.add_argument(
+        "--dry-run",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="RULES",
+        help="read the DLQ and print which rule each record matches and what the handler would do with it, "
+        "with counts per rule and action; writes nothing, commits no offset (RULES: the table, or --rules)",
+    )
+    sp.add_argument(
+        "--report",
+        action="store_true",
+        help="print the dead letters put on the DLQ in a time range, by reason, original topic and application, "
+        "with what the handler has done with them (the topic: INPUTQ of --rules, else the configured DLQ)",
+    )
+    sp.add_argument("--since", help="--report: from this time: 7d, 12h, 30m (back from now) or an ISO time (UTC)")
+    sp.add_argument("--until", help="--report: up to this time (default now), as --since")
     sp.set_defaults(func=cmd_dlq_handler)
 
     sp = sub.add_parser("metrics", help="a Prometheus exporter of qmon's outputs and the job's health")

@@ -2,12 +2,14 @@
 
 A consumer thread reads the snapshot, performance, alert, dead-letter and progress topics from their
 beginning (its own consumer group, nothing committed: each start rebuilds the same figures) into the pure
-model ``qmon.core.metrics.Metrics``; ``prometheus_client`` serves it on ``/metrics`` through a custom
+model ``qmon.core.metrics.Metrics``, and the DLQ handler's ledger ``<dlq>.ignored`` (JSON entries, tombstones
+when a record leaves it) for the dead letters the handler has left on the DLQ; ``prometheus_client`` serves it on ``/metrics`` through a custom
 collector, so a series disappears when what it describes does (a forgotten queue, a resolved alert).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -28,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9464
 FOLLOWED = (topics.SNAPSHOT, topics.PERFORMANCE, topics.ALERTS, topics.DLQ, topics.PROGRESS)
+#: The DLQ handler's ledger of the dead letters it left on the DLQ (``connectors/dlqhandler.py``)
+LEDGER = topics.DLQ + ".ignored"
 
 
 class MetricsCollector(Collector):
@@ -113,7 +117,8 @@ class Exporter:
         )
         consumer = Consumer(conf)
         logical_of = {topics.physical(t, self.prefix): t for t in FOLLOWED}
-        consumer.subscribe(list(logical_of))
+        ledger = topics.physical(LEDGER, self.prefix)
+        consumer.subscribe([*logical_of, ledger])
         try:
             while not self.stopping.is_set():
                 msgs = consumer.consume(500, 0.5)
@@ -122,6 +127,9 @@ class Exporter:
                     if err is not None:
                         if err.code() not in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                             logger.warning("qmon metrics: reading %s: %s", msg.topic(), err)
+                        continue
+                    if msg.topic() == ledger:
+                        self._ledger(msg)
                         continue
                     logical = logical_of.get(msg.topic() or "")
                     if logical is None:
@@ -139,6 +147,20 @@ class Exporter:
             logger.error("qmon metrics: the consumer stopped: %s", exc)
         finally:
             consumer.close()
+
+    def _ledger(self, msg: Any) -> None:
+        key = (msg.key() or b"").decode(errors="replace")
+        value = msg.value()
+        try:
+            entry = None if value is None else json.loads(value)
+        except ValueError as exc:
+            entry = exc
+        if entry is not None and not isinstance(entry, dict):
+            logger.warning("qmon metrics: an unreadable ledger entry on %s (key %s): %s", msg.topic(), key, entry)
+            return
+        with self.lock:
+            self.metrics.on_ledger(key, entry)
+            self.records[LEDGER] = self.records.get(LEDGER, 0) + 1
 
 
 def run(bootstrap: str, *, port: int, bind: str, prefix: str, security: KafkaSecurity | None) -> int:

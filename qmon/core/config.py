@@ -127,6 +127,11 @@ class JobConfig(_Model):
     watermark_delay: str = Field(
         "5 seconds", description="how far the arrival clock's watermark trails the newest record (a duration)"
     )
+    max_lateness: str = Field(
+        "0 seconds",
+        description="how far behind the slowest input partition read (in ts) a record may arrive and still be "
+        "applied in ts order; each batch's records wait that much longer (a duration)",
+    )
     max_offsets_per_trigger: int | None = Field(
         None, ge=1, description="most input records a micro-batch reads (default: all available)"
     )
@@ -138,7 +143,7 @@ class JobConfig(_Model):
         description="how long the broker may hold the input's fetch past the log end (Kafka's fetch.max.wait.ms)",
     )
 
-    @field_validator("trigger", "watermark_delay")
+    @field_validator("trigger", "watermark_delay", "max_lateness")
     @classmethod
     def _duration(cls, v: str) -> str:
         duration_ms(v)

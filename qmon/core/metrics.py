@@ -8,7 +8,10 @@ exporter turns into Prometheus metric families.  Series come and go with what th
   when a snapshot says its shard forgot it (idle past ``monitor.queue_ttl``);
 * ``qmon_alerts_firing{type,subject}`` is 1 while an episode of that type on that subject is FIRING and
   is gone once every such episode is RESOLVED;
-* the job's health comes from ``QueryProgress`` records (one per micro-batch).
+* the job's health comes from ``QueryProgress`` records (one per micro-batch);
+* dead letters are counted by reason, original topic and putting application (``qmon.core.deadletters``);
+  the DLQ handler's ledger (``on_ledger``) says which of them it has left on the DLQ, and a series of
+  ``qmon_dead_letters_left`` goes when its last record leaves the ledger.
 
 Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qmon.core import topics
+from qmon.core.deadletters import Labels, labels
 from qmon.core.timeconv import to_ms
 
 #: ``qmon_batch_duration_seconds`` buckets: fine around a micro-batch's usual duration, coarse for slow ones
@@ -48,8 +52,10 @@ class Metrics:
         self.structures: dict[str, dict[str, float]] = {}  # name (primary or overflow) -> its gauges
         self.firing: dict[tuple[str, str], set[str]] = {}  # (type, subject) -> alert_ids FIRING
         self.alert_key: dict[str, tuple[str, str]] = {}  # alert_id -> (type, subject)
-        self.dead_letters: Counter[str] = Counter()
+        self.dead_letters: Counter[Labels] = Counter()
+        self.ledger: dict[str, tuple[str, Labels]] = {}  # ledger key -> (state, labels) of a record left on the DLQ
         self.input_records: Counter[str] = Counter()
+        self.late_records = 0
         self.lag: dict[tuple[str, str], int] = {}
         self.batches: list[int] = [0] * (len(BATCH_BUCKETS) + 1)  # per bucket (the last: +Inf)
         self.batch_sum = 0.0
@@ -119,7 +125,15 @@ class Metrics:
                 self.firing.pop(key, None)
 
     def _dead_letter(self, rec: dict[str, Any]) -> None:
-        self.dead_letters[rec.get("reason_name") or str(rec.get("reason"))] += 1
+        self.dead_letters[labels(rec)] += 1
+
+    def on_ledger(self, key: str, entry: dict[str, Any] | None) -> None:
+        """One record of the DLQ handler's ledger (``<dlq>.ignored``): an entry, or None for a tombstone."""
+        if entry is None:
+            self.ledger.pop(key, None)
+            return
+        state = "waiting" if entry.get("state") == "waiting" else "ignored"
+        self.ledger[key] = (state, labels(entry.get("header")))
 
     def _progress(self, rec: dict[str, Any]) -> None:
         query, batch = rec["query"], int(rec["batch_id"])
@@ -128,6 +142,7 @@ class Metrics:
         self.last_batch_id[query] = batch
         for t in rec.get("input_topics") or []:
             self.input_records[t["topic"]] += int(t["rows"])
+        self.late_records += int(rec.get("late_records") or 0)
         for p in rec.get("inputs") or []:
             if p.get("latest_offset") is not None:
                 self.lag[(p["topic"], str(p["partition"]))] = max(0, int(p["latest_offset"]) - int(p["end_offset"]))
@@ -212,9 +227,16 @@ class Metrics:
             fam(
                 "qmon_dead_letters",
                 "counter",
-                "Records qmon put on its dead-letter topic, by reason (MQRC_* / QMON_*).",
-                ("reason",),
-                (((r,), float(v)) for r, v in self.dead_letters.items()),
+                "Records on qmon's dead-letter topic, by reason, original topic and putting application.",
+                ("reason", "origin", "appl"),
+                ((tuple(k), float(v)) for k, v in self.dead_letters.items()),
+            ),
+            fam(
+                "qmon_dead_letters_left",
+                "gauge",
+                "Dead letters the DLQ handler has left on the DLQ (its ledger), waiting for a retry or ignored.",
+                ("state", "reason", "origin", "appl"),
+                (((state, *k), float(v)) for (state, k), v in Counter(self.ledger.values()).items()),
             ),
             fam(
                 "qmon_input_records",
@@ -222,6 +244,14 @@ class Metrics:
                 "Records the job read, by input topic (from the query's progress).",
                 ("topic",),
                 (((t,), float(v)) for t, v in self.input_records.items()),
+            ),
+            fam(
+                "qmon_late_records",
+                "counter",
+                "Records the job applied out of event-time order: they came more than job.max_lateness behind "
+                "the input partitions already read (applied at once, never dropped).",
+                (),
+                [((), float(self.late_records))],
             ),
             fam(
                 "qmon_input_lag_records",

@@ -3,7 +3,8 @@ record, the job's own health for ``qmon metrics``.  Pure: plain dicts in and out
 
 Per input topic, the records the batch read (each of the job's Kafka sources subscribes to one topic);
 per input partition, where the batch ended and the partition's latest offset when the batch was planned
-(the lag is their difference).  The state store's rows and memory are summed over the query's stateful operators.
+(the lag is their difference).  The state store's rows and memory are summed over the query's stateful operators;
+the records applied late come from the query's observed metrics (``qmon_order``).
 """
 
 from __future__ import annotations
@@ -60,4 +61,11 @@ def progress_record(p: dict[str, Any]) -> dict[str, Any]:
         "inputs": inputs,
         "state_rows": sum(int(o.get("numRowsTotal", 0)) for o in ops) if ops else None,
         "state_memory_bytes": sum(int(o.get("memoryUsedBytes", 0)) for o in ops) if ops else None,
+        "late_records": _late(p),
     }
+
+
+def _late(p: dict[str, Any]) -> int | None:
+    observed = (p.get("observedMetrics") or {}).get("qmon_order")
+    value = observed.get("late_records") if isinstance(observed, dict) else None
+    return int(value) if value is not None else None

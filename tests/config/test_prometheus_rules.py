@@ -72,3 +72,25 @@ def test_events_late_fires_when_batches_take_seconds(tmp_path):
 def test_events_late_stays_quiet_for_batches_of_a_second(tmp_path):
     result = _promtool(_test_file(tmp_path, "on_time", 0.9, []))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_records_out_of_order_fires_on_late_records_and_not_without(tmp_path):
+    annotations = {
+        k: v.replace("{{ $value }}", "10") for k, v in _annotations("QmonRecordsOutOfOrder", "").items()
+    }  # (one a minute: 10 in 10 minutes)
+    for name, values, fires in (("late", "0+1x30", True), ("none", "0+0x30", False)):
+        lines = [
+            f"rule_files:\n  - {RULES}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:",
+            f"      - series: 'qmon_late_records_total'\n        values: '{values}'",
+            "    alert_rule_test:\n      - eval_time: 20m\n        alertname: QmonRecordsOutOfOrder",
+        ]
+        if fires:
+            lines.append("        exp_alerts:\n          - exp_labels:\n              severity: warning")
+            lines.append("            exp_annotations:")
+            lines.extend(f"              {k}: {json.dumps(v)}" for k, v in annotations.items())
+        else:
+            lines.append("        exp_alerts: []")
+        path = tmp_path / f"{name}.yml"
+        path.write_text("\n".join(lines) + "\n")
+        result = _promtool(path)
+        assert result.returncode == 0, result.stdout + result.stderr

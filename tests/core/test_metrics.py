@@ -61,11 +61,46 @@ def test_an_alert_is_firing_until_every_episode_of_it_is_resolved():
     assert samples(m, "qmon_alerts_firing") == {}
 
 
-def test_dead_letters_count_by_reason():
+def dead(name, origin="qmon.activity"):
+    return {"reason": 65537, "reason_name": name, "dest_topic": origin, "put_appl_name": "qmon"}
+
+
+def test_dead_letters_count_by_reason_original_topic_and_application():
     m = Metrics()
     for name in ("QMON_UNDECODABLE", "QMON_UNDECODABLE", "QMON_MISSING_FIELD"):
-        m.on_record(topics.DLQ, {"reason": 1, "reason_name": name})
-    assert samples(m, "qmon_dead_letters") == {("QMON_UNDECODABLE",): 2.0, ("QMON_MISSING_FIELD",): 1.0}
+        m.on_record(topics.DLQ, dead(name))
+    m.on_record(topics.DLQ, dead("QMON_INVALID_COMMAND", "qmon.control"))
+    assert samples(m, "qmon_dead_letters") == {
+        ("QMON_UNDECODABLE", "qmon.activity", "qmon"): 2.0,
+        ("QMON_MISSING_FIELD", "qmon.activity", "qmon"): 1.0,
+        ("QMON_INVALID_COMMAND", "qmon.control", "qmon"): 1.0,
+    }
+
+
+def test_dead_letters_left_follow_the_handlers_ledger_entries_and_tombstones():
+    m = Metrics()
+    header = {
+        "reason": 65537,
+        "reason_name": "QMON_UNDECODABLE",
+        "dest_topic": "qmon.activity",
+        "put_appl_name": "qmon",
+    }
+    m.on_ledger("0/1", {"state": "waiting", "header": header})
+    m.on_ledger("0/2", {"state": "ignored", "header": header})
+    m.on_ledger("0/3", {"state": "ignored", "header": header})
+    m.on_ledger("0/4", {"header": None})  # not a DeadLetter, and an entry written without a state: ignored
+    assert samples(m, "qmon_dead_letters_left") == {
+        ("waiting", "QMON_UNDECODABLE", "qmon.activity", "qmon"): 1.0,
+        ("ignored", "QMON_UNDECODABLE", "qmon.activity", "qmon"): 2.0,
+        ("ignored", "", "", ""): 1.0,
+    }
+    m.on_ledger("0/1", None)  # forwarded: its entry is deleted
+    m.on_ledger("0/2", {"state": "waiting", "header": header})  # planned again at a restart
+    m.on_ledger("0/4", None)
+    assert samples(m, "qmon_dead_letters_left") == {
+        ("waiting", "QMON_UNDECODABLE", "qmon.activity", "qmon"): 1.0,
+        ("ignored", "QMON_UNDECODABLE", "qmon.activity", "qmon"): 1.0,
+    }
 
 
 def progress(batch, duration_ms, rows, end, latest, ts=1_700_000_000_000):
@@ -110,6 +145,7 @@ def test_a_spark_progress_report_becomes_a_query_progress_record():
         "numInputRows": 30,
         "durationMs": {"triggerExecution": 812, "addBatch": 600},
         "stateOperators": [{"numRowsTotal": 18, "memoryUsedBytes": 1000}],
+        "observedMetrics": {"qmon_order": {"late_records": 3}},
         "sources": [
             {
                 "description": "KafkaV2[Subscribe[qmon.activity]]",
@@ -124,9 +160,11 @@ def test_a_spark_progress_report_becomes_a_query_progress_record():
     assert rec["ts"] == 1_795_428_000_250 and rec["batch_id"] == 7 and rec["duration_ms"] == 812
     assert rec["input_topics"] == [{"topic": "qmon.activity", "rows": 30}]
     assert [(i["partition"], i["end_offset"], i["latest_offset"]) for i in rec["inputs"]] == [(0, 10, 15), (1, 20, 20)]
-    assert (rec["state_rows"], rec["state_memory_bytes"]) == (18, 1000)
+    assert (rec["state_rows"], rec["state_memory_bytes"], rec["late_records"]) == (18, 1000, 3)
+    assert progress_record({**report, "observedMetrics": {}})["late_records"] is None
     avro.encode("QueryProgress", rec)  # the record its schema describes
     m = Metrics()
     m.on_record(topics.PROGRESS, avro.decode("QueryProgress", avro.encode("QueryProgress", rec)))
     assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 5.0, ("qmon.activity", "1"): 0.0}
     assert samples(m, "qmon_input_records") == {("qmon.activity",): 30.0}
+    assert samples(m, "qmon_late_records") == {(): 3.0}

@@ -5,6 +5,7 @@ The namespaces are made and removed by the test; without the rights to make them
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -68,6 +69,11 @@ class Hosts:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        for ns in self.names.values():  # and what they started in sessions of their own (the broker's JVM)
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
         for ns in [*self.names.values(), self.bridge]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 

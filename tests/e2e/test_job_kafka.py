@@ -99,7 +99,7 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
     )
     too_long = activity(6, "PUT", 9_000, queue="Q" * 60)
     negative = activity(7, "PUT", 9_500, depth_after=-5)
-    bad = [os.urandom(40), b"", truncated, wrong_schema, too_long, negative]
+    bad = [b"\xff" * 40, b"", truncated, wrong_schema, too_long, negative]
     produced = produce_activity(kafka_bootstrap, prefix, [*good, valid_framed, *bad])
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
 

@@ -1,19 +1,18 @@
 """qmon in the Prometheus stack, against the real servers (Debian packages; skipped with the reason when they
-are not installed): the job (Kafka -> Spark -> Kafka) fills a structure, ``qmon metrics`` serves what Prometheus
-scrapes, and ``qmon alertmanager`` delivers the alerts to Alertmanager, through its restart, losing nothing."""
+are not installed): the job (Kafka -> Spark -> Kafka) fills a structure and ``qmon alertmanager`` delivers the
+alerts to Alertmanager, through its restart, losing nothing.  What Prometheus scrapes of ``qmon metrics``, and the
+shipped rules it loads: ``test_grafana_dashboard_prometheus.py``."""
 
 from __future__ import annotations
 
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from qmon.app.alertmanager import Forwarder
-from qmon.app.exporter import Exporter
 from qmon.connectors import avro
 from qmon.connectors.clients import produce_rows
 from qmon.connectors.kafka import client_config, ensure_topics
@@ -21,7 +20,7 @@ from qmon.core import topics
 from qmon.core.config import Config
 from qmon.streaming.job import run
 from tests.conftest import assert_eventually
-from tests.servers import alertmanager, http_json, prometheus
+from tests.servers import alertmanager, http_json
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -68,40 +67,6 @@ def run_job(spark: Any, bootstrap: str, config: Config, checkpoint: Path) -> Non
 def am_alerts(server: Any, **labels: str) -> list[dict[str, Any]]:
     found = http_json(server.url + "/api/v2/alerts")
     return [a for a in found if all(a["labels"].get(k) == v for k, v in labels.items())]
-
-
-def test_prometheus_scrapes_the_structure_usage_the_job_published(kafka_bootstrap, spark, prefix, tmp_path):
-    config = config_for(prefix, "MSGQ1")
-    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    fill(kafka_bootstrap, prefix, "MSGQ1", 17)  # 17 of 20 elements
-    run_job(spark, kafka_bootstrap, config, tmp_path / "ckpt")
-    exporter = Exporter(kafka_bootstrap, prefix=prefix)
-    port = exporter.serve(0, "127.0.0.1")
-    exporter.start()
-    prom = prometheus(tmp_path / "prometheus", port).start()
-    try:
-
-        def query(expr: str) -> list[dict[str, Any]]:
-            url = prom.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-            return http_json(url)["data"]["result"]
-
-        usage = assert_eventually(lambda: query('qmon_structure_usage_ratio{structure="MSGQ1"}'), timeout=60)
-        assert float(usage[0]["value"][1]) == 0.85
-        assert usage[0]["metric"]["job"] == "qmon"
-        depth = assert_eventually(lambda: query('qmon_queue_depth{qmgr="IMSA",queue="MSGQ1.Q"}'), timeout=30)
-        assert float(depth[0]["value"][1]) == 17
-        firing = assert_eventually(lambda: query('qmon_alerts_firing{type="STRUCTURE_NEAR_FULL"}'), timeout=30)
-        assert firing[0]["metric"]["subject"] == "MSGQ1"
-        read = assert_eventually(lambda: query("sum(qmon_input_records_total)"), timeout=30)
-        assert float(read[0]["value"][1]) >= 17
-        assert query("qmon_last_batch_timestamp_seconds")
-        # the shipped rules load and evaluate
-        groups = http_json(prom.url + "/api/v1/rules")["data"]["groups"]
-        assert {g["name"] for g in groups} == {"qmon-recording", "qmon-alerts"}
-        assert all(r["health"] in ("ok", "unknown") for g in groups for r in g["rules"])
-    finally:
-        prom.stop()
-        exporter.stop()
 
 
 def forward_in_background(forwarder: Forwarder) -> threading.Thread:

@@ -51,6 +51,15 @@ def cmd(i: int, text: str, **kw: Any) -> dict[str, Any]:
     return {"command_id": f"c{i}", "ts": T0 + i, "qmgr": "QM1", "text": text, "user": None, **kw}
 
 
+def _varint(n: int) -> bytes:
+    """``n`` as Avro writes a length: a base-128 varint, low group first."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
 def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead_lettered(
     spark, kafka_bootstrap, tmp_path
 ):
@@ -66,7 +75,9 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
         )
         for i in range(40)
     ]
-    bad_act = [os.urandom(rng.randint(0, 200)) for _ in range(30)]
+    bad_act = [rng.randbytes(rng.randint(0, 200)) for _ in range(30)]
+    # garbage that declares a string, bytes or array of 2 GB, which Avro would allocate before reading it
+    bad_act += [_varint(2 * (2**31 - 16)) + rng.randbytes(20) for _ in range(3)]
     valid = avro.encode("QueueActivity", act(999))
     bad_act += [valid[:n] for n in range(1, len(valid), 3)]  # truncated
     bad_act += [avro.encode("ControlCommand", cmd(1, "PING QMGR"))]  # wrong schema
@@ -100,8 +111,12 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
             ]
         )
     ]
-    bad_cmd = [avro.encode("ControlCommand", c) for c in bad_cmd_records] + [os.urandom(30) for _ in range(5)]
-    bad_jrn = [os.urandom(25) for _ in range(5)]
+    bad_cmd = (
+        [avro.encode("ControlCommand", c) for c in bad_cmd_records]
+        + [rng.randbytes(30) for _ in range(5)]
+        + [_varint(2 * 2**30)]
+    )
+    bad_jrn = [rng.randbytes(25) for _ in range(5)] + [_varint(2 * 2**30) * 3]
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     rows = [(topics.physical(topics.ACTIVITY, prefix), b"k", avro.encode("QueueActivity", r)) for r in good_act]
     rows += [(topics.physical(topics.ACTIVITY, prefix), b"k", v) for v in bad_act]
@@ -127,25 +142,32 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
     assert sorted(r["command_id"] for r in replies) == sorted(c["command_id"] for c in [*good_cmd, *bad_cmd_records])
 
 
-def _workload(n: int) -> list[dict[str, Any]]:
+def _workload(n: int, alters: bool = False) -> list[dict[str, Any]]:
+    """Activity on twelve queues of QM1; with ``alters``, an ALTER QLOCAL ... QSVCINT(...) every 75 records."""
     rng = random.Random(11)
     out: list[Any] = []
     depth: dict[Any, int] = {}
     for i in range(n):
         q = f"Q{rng.randrange(12)}"
+        if alters and i % 75 == 40:
+            text = f"ALTER QLOCAL({q}) QSVCINT({rng.choice([300, 1500, 4000])})"
+            out.append({"command_id": f"a{i}", "ts": T0 + i * 700, "qmgr": "QM1", "command": text})
+            continue
         op = "PUT" if depth.get(q, 0) == 0 or rng.random() < 0.6 else "GET"
         depth[q] = depth.get(q, 0) + (1 if op == "PUT" else -1)
         out.append(act(i, queue=q, op=op, ts=T0 + i * 700))
     return out
 
 
-def test_qmon_run_killed_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_losing_nothing(kafka_bootstrap, tmp_path):
-    """SIGKILL to the job, its JVM and its workers while records stream in, as a host crash would; the next
-    start resumes from the checkpoint, takes the rest of the stream, and is stopped by Ctrl-C at a terminal
-    (SIGINT to the foreground process group: the job, and its JVM and Python workers unless they are kept
-    apart): exit status 0, no stack trace or ERROR line on stderr.  The outputs of the two runs are the
-    uninterrupted result (the pure reference), a repeat only as the same event_id.  (SIGTERM takes the same
-    path as SIGINT: ``tests/streaming/test_stop.py``; a stop while a batch runs: ``tests/e2e/test_demo.py``.)"""
+def test_qmon_run_killed_twice_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_losing_nothing(kafka_bootstrap, tmp_path):
+    """SIGKILL to the job, its JVM and its workers while records (activity, and ALTER QLOCAL commands on their
+    own topic) stream in, as a host crash would, twice; each next start resumes from the checkpoint and reads
+    the backlog a few records a batch, the commands' small topic ahead of the activity's; the last takes the
+    rest of the stream and is stopped by Ctrl-C at a terminal (SIGINT to the foreground process group: the
+    job, and its JVM and Python workers unless they are kept apart): exit status 0, no stack trace or ERROR
+    line on stderr.  The outputs of the three runs are the uninterrupted result (the pure rules over one sort
+    of the records), a repeat only as the same event_id.  (SIGTERM takes the same path as SIGINT:
+    ``tests/streaming/test_stop.py``; a stop while a batch runs: ``tests/e2e/test_demo.py``.)"""
     prefix = f"x{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     cfg = tmp_path / "qmon.yaml"
@@ -161,17 +183,22 @@ def test_qmon_run_killed_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_losing_n
     cli = [sys.executable, "-m", "qmon", "run", "--config", str(cfg), "--bootstrap", kafka_bootstrap]
     cli += ["--checkpoint", str(ckpt)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    src = topics.physical(topics.ACTIVITY, prefix)
-    work = _workload(900)
+    src, control = topics.physical(topics.ACTIVITY, prefix), topics.physical(topics.CONTROL, prefix)
+    work = _workload(900, alters=True)
     settings = MonitorSettings(
         perfmev="ENABLED", queue_defaults=Config.model_validate({"queues": queues}).monitor_settings().queue_defaults
     )
     want = {e.record["event_id"] for e in run_reference(work, settings) if e.topic == topics.PERFORMANCE}
 
     def send(rows: list[dict[str, Any]]) -> None:
-        produce_rows(
-            kafka_bootstrap, [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in rows]
-        )
+        out = []
+        for r in rows:
+            if "command" in r:
+                c = {"command_id": r["command_id"], "ts": r["ts"], "qmgr": "QM1", "text": r["command"], "user": None}
+                out.append((control, b"QM1", avro.encode("ControlCommand", c)))
+            else:
+                out.append((src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)))
+        produce_rows(kafka_bootstrap, out)
 
     def commits() -> int:
         return len(list((ckpt / "commits").glob("[0-9]*"))) if (ckpt / "commits").is_dir() else 0
@@ -195,7 +222,7 @@ def test_qmon_run_killed_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_losing_n
             time.sleep(0.3)
         midway.set()
 
-    for chunk, stop in ((work[:450], "sigkill"), (work[450:], "ctrl-c")):
+    for chunk, stop in ((work[:300], "sigkill"), (work[300:600], "sigkill"), (work[600:], "ctrl-c")):
         proc = subprocess.Popen(
             cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )

@@ -51,14 +51,18 @@ def test_qmon_replay_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> No
     venv = tmp_path / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
     py = venv / "bin" / "python"
-    install = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--quiet", str(wheel)])
+    # (without PYTHONPATH: a checkout on it, with the egg-info the wheel's build left, is qmon "already installed")
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    install = _run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--quiet", str(wheel)], env=clean
+    )
     assert install.returncode == 0, install.stderr
     site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     (site / "qmon-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env = clean
     where = _run([str(py), "-c", "import qmon.streaming.pipeline as p; print(p.__file__)"], cwd=work, env=env)
     assert where.stdout.strip().startswith(str(site)), where.stdout + where.stderr
     assert _run([str(py), "-c", "import streaming"], cwd=work, env=env).returncode != 0

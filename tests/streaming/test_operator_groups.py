@@ -7,18 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from qmon.core import topics
+from qmon.core.event_order import NO_TIME
 from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.operators import Monitor, _joined, sorted_input
-from qmon.streaming.rows import ROUTED, STATE
+from qmon.streaming.operators import GroupSlot, Monitor, _joined, sorted_input
+from qmon.streaming.rows import LATE, ROUTED, STATE
 from tests.streaming.routed import command, decoded, frame, put, row
 
 KEY = ("Q", "", 0)  # a group of queue-manager shards: (unit, unit_name, bucket)
@@ -70,7 +72,7 @@ class Groups:
         return pd.concat(outs, ignore_index=True) if outs else pd.DataFrame()
 
     def group(self, key: Any = KEY) -> stored.ShardGroup:
-        return stored.load_group(self.values[key][0])
+        return stored.load_group(GroupSlot.unit_value(self.values[key][0]))
 
     def shard(self, key: Any = KEY, qmgr: str = "QM1", shard: int = 0) -> dict[str, Any]:
         return stored.loads(self.group(key)["shards"][qmgr][str(shard)])
@@ -325,3 +327,81 @@ def test_a_group_whose_batch_brings_only_dead_letters_keeps_its_timeout_and_fire
     assert g.timeouts[KEY] == 2_000  # set again
     fired = decoded(g.advance(2_001))
     assert [(r["type"], r["qmgr"], r["queue"]) for _, r in fired] == [("QUEUE_STALLED", "QM1", "A")]
+
+
+# ---------------------------------------------------------------- event-time order across partitions
+
+
+def depth(g: Groups, queue: str) -> int:
+    return stored.load_queue(g.shard()["queues"][queue])["depth"]
+
+
+def mark(ts: int, partition: int = 0) -> dict[str, Any]:
+    """A mark for the group (``streaming.event_order``): a hand saw ``partition`` read up to ``ts``."""
+    return row("F", ts, seq=0, rank=0, shard=None, qmgr=None, src_topic=0, src_partition=partition)
+
+
+def test_records_past_the_frontier_wait_and_a_batch_without_data_releases_them():
+    """Partition 0 read up to 3,000 and partition 1 up to 2,000: the frontier is 2,000, and the records at or
+    past it wait (one at the frontier may still have a record of the same ts before it on the slowest
+    partition).  The next batch's frontier (partition 1 read past them) releases them, in ts order with that
+    batch's records; a batch without data releases whatever waits."""
+    settings = MonitorSettings(perfmev="ENABLED")
+    g = Groups(settings=settings)
+    first = [put(1_000, "A", 1), put(3_000, "A", 2), row("A", 2_000, seq=1, event_id="b1", queue="B", op="PUT",
+             msg_bytes=1, src_partition=1)]  # fmt: skip
+    g.rows(KEY, frame(*first, mark(3_000, 0), mark(1_500, 1), mark(2_000, 1)))  # (two hands saw partition 1)
+    held = msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+    assert held["f"] == 2_000 and held["h"]["ts"] == [2_000, 3_000]
+    assert g.timeouts[KEY] == max(g.watermark, 1)  # (timed out at the next batch whose watermark moves)
+    assert depth(g, "A") == 1  # the put at 3,000 not applied yet
+    g.rows(KEY, frame(row("A", 2_500, seq=2, event_id="b2", queue="B", op="PUT", msg_bytes=1, src_partition=1),
+                      row("A", 4_000, seq=3, event_id="b3", queue="B", op="PUT", msg_bytes=1, src_partition=1),
+                      mark(4_000)))  # fmt: skip
+    assert depth(g, "A") == 2 and depth(g, "B") == 2
+    assert msgpack.unpackb(g.values[KEY][0], raw=False)["o"]["h"]["ts"] == [4_000]
+    g.advance(10)  # a batch without data: every partition at its end
+    assert depth(g, "B") == 3
+    assert "h" not in msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+
+
+def test_a_record_behind_the_frontier_reached_is_applied_at_once_and_counted():
+    g = Groups()
+    g.rows(KEY, frame(put(5_000, "A", 1), mark(6_000)))
+    out = g.rows(KEY, frame(put(1_000, "B", 2), mark(7_000)))
+    assert list(out.loc[out["topic"] == LATE, "order_seq"]) == [1]
+    assert depth(g, "B") == 1
+
+
+def test_held_records_join_a_later_batchs_rows_as_spark_hands_them_over():
+    """Spark's frames also carry the watermarked column (a timestamp) and pass-through rows: held records
+    (kept without them) join such a frame, and the pass-through rows go out at once."""
+    from qmon.streaming.pipeline import HORIZON
+
+    def spark_frame(*rows: dict[str, Any]) -> pd.DataFrame:
+        pdf = frame(*rows)
+        pdf[HORIZON] = pd.to_datetime(pdf["ts"], unit="ms", utc=True)
+        return pdf
+
+    g = Groups(settings=MonitorSettings(perfmev="ENABLED"))
+    g.rows(KEY, spark_frame(put(3_000, "A", 1), mark(2_000)))
+    dead = row("P", 2_500, seq=9, out_topic=topics.DLQ, out_key="k", out_value=b"v", rank=0)
+    out = g.rows(KEY, spark_frame(put(4_000, "A", 2), dead, mark(5_000)))
+    assert list(out["topic"]) == [topics.DLQ]
+    assert depth(g, "A") == 2
+
+
+def test_the_end_of_the_input_applies_what_waits_publishes_its_snapshot_and_order_goes_on_after_it():
+    """A batch whose only mark is the end of the input's (``NO_TIME``) applies every record held and takes the
+    snapshot that was waiting for its interval (no later batch moves the arrival clock to it); the frontier
+    stays where the records got, so a later run's records are ordered again, none counted late."""
+    g = Groups(settings=MonitorSettings(snapshot_interval_ms=10_000))
+    g.rows(KEY, frame(put(1_000, "A", 1), put(2_000, "A", 2), mark(2_000)))  # the put at 2,000 waits
+    assert depth(g, "A") == 1
+    out = decoded(g.rows(KEY, frame(mark(NO_TIME, 1))))
+    assert depth(g, "A") == 2
+    assert [[(q["queue"], q["depth"]) for q in r["queues"]] for t, r in out if t == topics.SNAPSHOT] == [[("A", 2)]]
+    assert "h" not in msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+    later = g.rows(KEY, frame(put(3_000, "A", 3), put(4_000, "A", 4), mark(4_000)))
+    assert LATE not in set(later.get("topic", []))
+    assert depth(g, "A") == 3  # the put at 4,000 waits again

@@ -18,4 +18,4 @@ def test_every_routed_field_has_a_type_cast_by_name():
 def test_a_type_not_cast_by_name_stops_the_builder_naming_the_field(monkeypatch):
     monkeypatch.setattr(pipeline, "ROUTED", StructType([*ROUTED.fields, StructField("seen", TimestampType())]))
     with pytest.raises(TypeError, match=r"rows\.ROUTED\.seen"):
-        pipeline._Router()
+        pipeline._Router(topic_index=None)  # (checked before it is used)

@@ -11,6 +11,7 @@ import pytest
 
 from qmon.streaming import spark as qspark
 from qmon.streaming.spark import (
+    AVRO_LIMITS,
     HEAP_FREE_RATIO,
     JIT_HUGE_METHODS,
     checkpoint_fs,
@@ -22,7 +23,10 @@ from qmon.streaming.spark import (
 DRIVER, EXECUTOR = "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"
 
 
-BOTH = f"{JIT_HUGE_METHODS} {HEAP_FREE_RATIO}"
+LIMITS = " ".join(AVRO_LIMITS)
+BOTH = f"{JIT_HUGE_METHODS} {HEAP_FREE_RATIO} {LIMITS}"
+JIT = f"{JIT_HUGE_METHODS} {LIMITS}"
+RATIO = f"{HEAP_FREE_RATIO} {LIMITS}"
 
 
 def _with(options, defaults=None, env=None):  # noqa: ANN001, ANN202
@@ -40,17 +44,17 @@ def test_qmons_java_options_are_added_for_driver_and_executors_after_the_options
 
 def test_an_explicit_choice_either_way_stays_side_by_side():
     out = _with({EXECUTOR: "-XX:+DontCompileHugeMethods"})  # the executors opt out
-    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {HEAP_FREE_RATIO}"
+    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {RATIO}"
     assert out[DRIVER] == BOTH
     out = _with({DRIVER: "-XX:+DontCompileHugeMethods -Dy=2"})
-    assert out[DRIVER] == f"-XX:+DontCompileHugeMethods -Dy=2 {HEAP_FREE_RATIO}" and out[EXECUTOR] == BOTH
+    assert out[DRIVER] == f"-XX:+DontCompileHugeMethods -Dy=2 {RATIO}" and out[EXECUTOR] == BOTH
 
 
 def test_a_heap_free_ratio_given_leaves_both_out():
     """A minimum above the other's maximum stops the JVM ("MinHeapFreeRatio (50) must be less than or equal
     to MaxHeapFreeRatio (20)"): one ratio given, by either of HotSpot's names, qmon adds neither."""
     for given in ("-XX:MinHeapFreeRatio=50", "-XX:MaxHeapFreeRatio=90", "-Xminf0.5", "-Xmaxf0.9"):
-        assert _with({DRIVER: given})[DRIVER] == f"{given} {JIT_HUGE_METHODS}"
+        assert _with({DRIVER: given})[DRIVER] == f"{given} {JIT}"
 
 
 def test_only_whole_options_count_not_a_name_inside_another():
@@ -68,27 +72,27 @@ def test_the_drivers_environment_counts_for_the_driver(monkeypatch):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv(variable, "-Dz=1 -XX:MaxHeapFreeRatio=50")
         out = with_java_options({})  # (env: os.environ)
-        assert out[DRIVER] == JIT_HUGE_METHODS, variable
+        assert out[DRIVER] == JIT, variable
         assert out[EXECUTOR] == BOTH, variable  # an executor's JVM has an environment of its own
     monkeypatch.setenv("_JAVA_OPTIONS", "-XX:+DontCompileHugeMethods")
-    assert with_java_options({})[DRIVER] == HEAP_FREE_RATIO
+    assert with_java_options({})[DRIVER] == RATIO
 
 
 def test_an_executors_environment_and_default_options_count_for_the_executors():
     out = _with({"spark.executorEnv._JAVA_OPTIONS": "-XX:MinHeapFreeRatio=40"}, env={"JAVA_TOOL_OPTIONS": "-Da=1"})
-    assert out[EXECUTOR] == JIT_HUGE_METHODS and out[DRIVER] == BOTH
+    assert out[EXECUTOR] == JIT and out[DRIVER] == BOTH
     out = _with({}, {"spark.executorEnv.JAVA_TOOL_OPTIONS": "-XX:+DontCompileHugeMethods"})
-    assert out[EXECUTOR] == HEAP_FREE_RATIO
+    assert out[EXECUTOR] == RATIO
 
 
 def test_default_java_options_count_and_stay_where_they_are():
     """``spark.*.defaultJavaOptions`` (an administrator's, ahead of extraJavaOptions): named there counts as
     given; qmon writes only extraJavaOptions."""
     out = _with({"spark.driver.defaultJavaOptions": "-XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=60"})
-    assert out[DRIVER] == JIT_HUGE_METHODS and out[EXECUTOR] == BOTH
+    assert out[DRIVER] == JIT and out[EXECUTOR] == BOTH
     assert out["spark.driver.defaultJavaOptions"] == "-XX:MinHeapFreeRatio=30 -XX:MaxHeapFreeRatio=60"
     out = _with({}, {"spark.executor.defaultJavaOptions": "-XX:+DontCompileHugeMethods"})
-    assert out[EXECUTOR] == HEAP_FREE_RATIO and "spark.executor.defaultJavaOptions" not in out
+    assert out[EXECUTOR] == RATIO and "spark.executor.defaultJavaOptions" not in out
 
 
 def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch):
@@ -112,13 +116,20 @@ def test_spark_defaults_java_options_are_kept_not_replaced(tmp_path, monkeypatch
     }
     out = _with({"spark.master": "local[2]"}, defaults)
     # the file's ratios (HotSpot's own: how to opt out) keep qmon's out of both JVMs
-    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {JIT_HUGE_METHODS}"
-    assert out[EXECUTOR] == "-XX:+DontCompileHugeMethods"
+    assert out[DRIVER] == f"-Djava.io.tmpdir=/big -Dlog4j.configurationFile=site.xml {JIT}"
+    assert out[EXECUTOR] == f"-XX:+DontCompileHugeMethods {LIMITS}"
     # options given to the session win over the file's, as a --conf does
-    assert _with({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {JIT_HUGE_METHODS}"
+    assert _with({DRIVER: "-Da=1"}, defaults)[DRIVER] == f"-Da=1 {JIT}"
     assert _with({DRIVER: "-Da=1"}, {DRIVER: "-Db=2"})[DRIVER] == f"-Da=1 {BOTH}"
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))
     assert spark_defaults() == {}
+
+
+def test_an_avro_limit_given_is_kept_and_the_others_added():
+    given = "-Dorg.apache.avro.limits.string.maxLength=100000000"
+    out = _with({EXECUTOR: given})[EXECUTOR]
+    assert out == f"{given} {JIT_HUGE_METHODS} {HEAP_FREE_RATIO} {AVRO_LIMITS[1]} {AVRO_LIMITS[2]}"
+    assert AVRO_LIMITS[0] == "-Dorg.apache.avro.limits.string.maxLength=16777216"
 
 
 @pytest.mark.spark
@@ -133,6 +144,7 @@ def test_the_running_jvm_compiles_huge_methods_and_keeps_its_heap_close_to_the_l
     assert flags.getVMOption("MinHeapFreeRatio").getValue() == "5"
     assert flags.getVMOption("MaxHeapFreeRatio").getValue() == "20"
     assert HEAP_FREE_RATIO in spark.sparkContext.getConf().get(EXECUTOR)
+    assert jvm.java.lang.System.getProperty("org.apache.avro.limits.string.maxLength") == "16777216"
 
 
 def test_which_checkpoint_locations_are_local():

@@ -1,0 +1,460 @@
+"""qmon's Grafana dashboard, as code: ``python -m qmon.app.dashboard`` writes ``config/grafana/dashboards/qmon.json``.
+
+The panels are listed below as plain data (``SECTIONS``: a row title and its panels, each with its PromQL),
+and ``build`` turns them into a dashboard with Grafana's Foundation SDK (``grafana-foundation-sdk``, the
+builders generated from Grafana's own schemas for Grafana 11.6), so the JSON is never edited by hand and a
+panel cannot reference a field Grafana does not have.  ``--check`` says whether the JSON in the
+repository is what the code gives (a test checks it too).
+
+Every query uses only metrics ``qmon metrics`` serves (the metrics reference lists them) and only these
+template variables:
+
+* ``datasource``: the Prometheus data source (every panel and query names it);
+* ``qmgr``, ``queue``, ``structure``: multi-value, with "All" as the regular expression ``.*``, always
+  used with ``=~``, so a query with ``.*`` put in for each of them is a valid query over every series
+  (which is how the tests evaluate them against a real Prometheus);
+* Grafana's own ``$__rate_interval`` and ``$__range``.
+
+Why some things an operator might expect are not on it: the exporter serves neither a queue's QSVCINT,
+MAXDEPTH or the age of its oldest message, nor a structure's OVFLWMAX or FULLTHRESHOLD, so there are no
+such lines; the panels that show when a threshold was crossed use what is served (overflow mode, the
+STRUCTURE_NEAR_FULL and QUEUE_STALLED alerts).  The guide (docs/guides/grafana.md) says the same to users.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grafana_foundation_sdk.builders import stat, statetimeline, table, timeseries
+from grafana_foundation_sdk.builders.common import ReduceDataOptions
+from grafana_foundation_sdk.builders.dashboard import Dashboard as DashboardBuilder
+from grafana_foundation_sdk.builders.dashboard import (
+    DatasourceVariable,
+    QueryVariable,
+    Row,
+    ThresholdsConfig,
+)
+from grafana_foundation_sdk.builders.prometheus import Dataquery
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.common import GraphDrawStyle, LineInterpolation
+from grafana_foundation_sdk.models.dashboard import (
+    DataSourceRef,
+    Threshold,
+    ThresholdsMode,
+    ValueMap,
+    ValueMappingResult,
+    VariableOption,
+    VariableRefresh,
+    VariableSort,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = ROOT / "config" / "grafana" / "dashboards" / "qmon.json"
+UID = "qmon"
+#: The data source every panel and query uses: the template variable ``datasource`` (Prometheus).
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+#: What "All" stands for in each query variable: a regular expression every value matches.
+ALL = ".*"
+#: The query variables: name -> (label, Prometheus query of their values).
+VARIABLES = {
+    "qmgr": ("Queue manager", "label_values(qmon_queue_depth, qmgr)"),
+    "queue": ("Queue", 'label_values(qmon_queue_depth{qmgr=~"$qmgr"}, queue)'),
+    "structure": ("CF structure", "label_values(qmon_structure_usage_ratio, structure)"),
+}
+
+Q = 'qmgr=~"$qmgr", queue=~"$queue"'  # a queue's series, as the variables select them
+S = 'structure=~"$structure"'
+#: The alert types about a structure (the alert catalogue lists them), for the structure alerts panel.
+STRUCTURE_ALERTS = (
+    "STRUCTURE_NEAR_FULL|STRUCTURE_FULL|OVERFLOW_MODE_ENTERED|OVERFLOW_STRUCTURE_FULL|QUEUE_PUTS_REJECTED"
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str = ""
+    instant: bool = False  # a table's query: one value per series, at the end of the time range
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel: ``kind`` is timeseries, bars (a time series drawn as bars), stat, state (state timeline) or table."""
+
+    kind: str
+    title: str
+    description: str
+    queries: tuple[Query, ...]
+    unit: str = "short"
+    width: int = 12
+    height: int = 8
+    max: float | None = None
+    step: bool = False  # a value that changes only at events: drawn as steps, not slopes
+    mappings: dict[str, str] = field(default_factory=dict)  # value -> text (state timelines)
+
+
+SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
+    (
+        "Overview",
+        (
+            Panel(
+                "stat",
+                "Alerts firing",
+                "qmon's alert episodes firing now, of every type (qmon_alerts_firing).",
+                (Query("count(qmon_alerts_firing) or vector(0)"),),
+                width=6,
+                height=4,
+            ),
+            Panel(
+                "stat",
+                "Queues stalled",
+                "Queues with a QUEUE_STALLED alert firing: messages waiting longer than QSVCINT without a get.",
+                (Query('count(qmon_alerts_firing{type="QUEUE_STALLED", subject=~"$queue"}) or vector(0)'),),
+                width=6,
+                height=4,
+            ),
+            Panel(
+                "stat",
+                "Structures in overflow mode",
+                "Primary CF structures in overflow mode now (usage reached OVFLWMAX).",
+                (Query(f"sum(qmon_structure_overflow_mode{{{S}}}) or vector(0)"),),
+                width=6,
+                height=4,
+            ),
+            Panel(
+                "stat",
+                "Since the job's last micro-batch",
+                "Time since qmon's job finished a micro-batch; the QmonJobStopped rule pages above 5 minutes.",
+                (Query("time() - qmon_last_batch_timestamp_seconds"),),
+                unit="s",
+                width=6,
+                height=4,
+            ),
+            Panel(
+                "table",
+                "Alerts firing now",
+                "Every alert episode firing: its type and subject (a structure, a queue or a journal).",
+                (Query("qmon_alerts_firing", instant=True),),
+                width=24,
+                height=6,
+            ),
+        ),
+    ),
+    (
+        "Queues",
+        (
+            Panel(
+                "timeseries",
+                "Queue depth",
+                "Messages on each queue as qmon accounts them, from the latest snapshot that named the queue.",
+                (Query(f"qmon_queue_depth{{{Q}}}", "{{qmgr}} {{queue}}"),),
+            ),
+            Panel(
+                "timeseries",
+                "Service time",
+                "MQ's service time in the queue's latest QSVCINT_HIGH or QSVCINT_OK event: how long the "
+                "queue went without a get. QSVCINT itself is not exported, so it is not drawn; a "
+                "QSVCINT_HIGH event (next panel) says the service time went over it.",
+                (Query(f"qmon_queue_service_time_seconds{{{Q}}}", "{{qmgr}} {{queue}}"),),
+                unit="s",
+                step=True,
+            ),
+            Panel(
+                "bars",
+                "Service interval events",
+                "QSVCINT_HIGH (no get within QSVCINT of a put or a previous get) and QSVCINT_OK (a get within "
+                "QSVCINT again) events raised, per queue.",
+                (
+                    Query(
+                        f'sum by (qmgr, queue, type) (increase(qmon_queue_events_total{{{Q}, type=~"QSVCINT_HIGH|QSVCINT_OK"}}'
+                        "[$__rate_interval]))",
+                        "{{qmgr}} {{queue}} {{type}}",
+                    ),
+                ),
+            ),
+            Panel(
+                "state",
+                "Stalled queues",
+                "QUEUE_STALLED alerts: a queue with messages on it and no get for longer than QSVCINT (MQ raises "
+                "nothing when no put or get comes). The alert's series names the queue, not its queue manager.",
+                (Query('qmon_alerts_firing{type="QUEUE_STALLED", subject=~"$queue"}', "{{subject}}"),),
+                mappings={"1": "stalled"},
+            ),
+        ),
+    ),
+    (
+        "CF structures",
+        (
+            Panel(
+                "timeseries",
+                "Structure usage",
+                "Data elements in use over capacity. An overflow structure (OVFLWSTR) appears under its own "
+                "name. OVFLWMAX and FULLTHRESHOLD are not exported: overflow mode and the STRUCTURE_NEAR_FULL "
+                "alert (panels below) say when usage crossed them.",
+                (Query(f"qmon_structure_usage_ratio{{{S}}}", "{{structure}}"),),
+                unit="percentunit",
+                max=1,
+            ),
+            Panel(
+                "state",
+                "Overflow mode",
+                "Whether each primary structure is in overflow mode (entered at OVFLWMAX).",
+                (Query(f"qmon_structure_overflow_mode{{{S}}}", "{{structure}}"),),
+                mappings={"0": "normal", "1": "overflow"},
+            ),
+            Panel(
+                "timeseries",
+                "Queues in overflow",
+                "Queues the overflow exit approved: moved to the overflow structure, or with puts rejected.",
+                (Query(f"qmon_structure_queues_in_overflow{{{S}}}", "{{structure}}"),),
+            ),
+            Panel(
+                "timeseries",
+                "Time to full",
+                "At the rate usage grew over the last 15 minutes, how long until the structure is full; "
+                "no line while it is not filling.",
+                (
+                    Query(
+                        f"(1 - qmon_structure_usage_ratio{{{S}}}) / (deriv(qmon_structure_usage_ratio{{{S}}}[15m]) > 0)",
+                        "{{structure}}",
+                    ),
+                ),
+                unit="s",
+            ),
+            Panel(
+                "timeseries",
+                "Structure size",
+                "Each structure's SIZE, after any alter (IMS raises a structure's size towards its maximum).",
+                (Query(f"qmon_structure_size_bytes{{{S}}}", "{{structure}}"),),
+                unit="bytes",
+            ),
+            Panel(
+                "state",
+                "Structure alerts",
+                "Structure alerts firing: STRUCTURE_NEAR_FULL (usage at FULLTHRESHOLD), STRUCTURE_FULL, "
+                "OVERFLOW_MODE_ENTERED, OVERFLOW_STRUCTURE_FULL, QUEUE_PUTS_REJECTED.",
+                (
+                    Query(
+                        f'qmon_alerts_firing{{type=~"{STRUCTURE_ALERTS}", subject=~"$structure"}}',
+                        "{{type}} {{subject}}",
+                    ),
+                ),
+                mappings={"1": "firing"},
+            ),
+        ),
+    ),
+    (
+        "Dead letters",
+        (
+            Panel(
+                "bars",
+                "Dead letters by reason",
+                "Records qmon put on its dead-letter topic, by reason (QMON_UNDECODABLE, QMON_INVALID_COMMAND, ...).",
+                (Query("sum by (reason) (increase(qmon_dead_letters_total[$__rate_interval]))", "{{reason}}"),),
+            ),
+            Panel(
+                "bars",
+                "Dead letters by original topic",
+                "The same records by the topic they were read from and the application that put them on the DLQ.",
+                (
+                    Query(
+                        "sum by (origin, appl) (increase(qmon_dead_letters_total[$__rate_interval]))",
+                        "{{origin}} ({{appl}})",
+                    ),
+                ),
+            ),
+            Panel(
+                "table",
+                "Dead letters in the time range",
+                "How many dead letters of each reason, original topic and application arrived in the dashboard's "
+                "time range (qmon dlq-handler --report gives the same by what the handler did with them).",
+                (
+                    Query(
+                        "sum by (reason, origin, appl) (increase(qmon_dead_letters_total[$__range]))",
+                        instant=True,
+                    ),
+                ),
+            ),
+            Panel(
+                "timeseries",
+                "Left on the DLQ by the handler",
+                "Dead letters qmon dlq-handler has left on the DLQ: waiting for a retry, or ignored for good "
+                "(no rule matched, ACTION(IGNORE), or every matching rule failed).",
+                (
+                    Query(
+                        "sum by (state, reason, origin) (qmon_dead_letters_left)",
+                        "{{state}} {{reason}} {{origin}}",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    (
+        "The job",
+        (
+            Panel(
+                "timeseries",
+                "Input lag",
+                "Records of each input topic the job had not read when its latest micro-batch was planned.",
+                (Query("sum by (topic) (qmon_input_lag_records)", "{{topic}}"),),
+            ),
+            Panel(
+                "timeseries",
+                "Input records per second",
+                "Records the job read, per input topic.",
+                (Query("sum by (topic) (rate(qmon_input_records_total[$__rate_interval]))", "{{topic}}"),),
+                unit="rps",
+            ),
+            Panel(
+                "timeseries",
+                "Micro-batch duration",
+                "How long the job's micro-batches take; an event reaches its topic up to two micro-batches after "
+                "its input (the QmonEventsLate rule warns above 2.5 s at the 90th percentile).",
+                tuple(
+                    Query(
+                        f"histogram_quantile({q}, sum by (le) (rate(qmon_batch_duration_seconds_bucket[$__rate_interval])))",
+                        f"p{round(q * 100)}",
+                    )
+                    for q in (0.5, 0.9, 0.99)
+                )
+                + (
+                    Query(
+                        "rate(qmon_batch_duration_seconds_sum[$__rate_interval]) / "
+                        "rate(qmon_batch_duration_seconds_count[$__rate_interval])",
+                        "mean",
+                    ),
+                ),
+                unit="s",
+            ),
+            Panel(
+                "timeseries",
+                "Records applied out of order",
+                "Records that came later than job.max_lateness behind the other input partitions: applied at once, "
+                "out of event-time order (the QmonRecordsOutOfOrder rule warns).",
+                (Query("sum(increase(qmon_late_records_total[$__rate_interval]))", "late records"),),
+            ),
+            Panel(
+                "timeseries",
+                "State store",
+                "Rows in the job's state store (one per unit: a queue shard or a structure) and the memory it "
+                "reports using.",
+                (Query("qmon_state_rows", "rows"), Query("qmon_state_memory_bytes", "memory")),
+            ),
+        ),
+    ),
+)
+
+
+def _query(q: Query, ref: str) -> Dataquery:
+    builder = Dataquery().expr(q.expr).ref_id(ref).datasource(DATASOURCE)
+    if q.legend:
+        builder = builder.legend_format(q.legend)
+    return builder.instant() if q.instant else builder.range()
+
+
+def _panel(p: Panel, panel_id: int) -> Any:
+    builder: Any
+    if p.kind in ("timeseries", "bars"):
+        builder = timeseries.Panel()
+        if p.kind == "bars":
+            builder = builder.draw_style(GraphDrawStyle.BARS).fill_opacity(80)
+        elif p.step:
+            builder = builder.line_interpolation(LineInterpolation.STEP_AFTER)
+    elif p.kind == "stat":
+        builder = stat.Panel().reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
+    elif p.kind == "state":
+        builder = statetimeline.Panel()
+    elif p.kind == "table":
+        builder = table.Panel()
+    else:
+        msg = f"panel {p.title!r}: unknown kind {p.kind!r}; use timeseries, bars, stat, state or table"
+        raise ValueError(msg)
+    builder = (
+        builder.id(panel_id)
+        .title(p.title)
+        .description(p.description)
+        .datasource(DATASOURCE)
+        .unit(p.unit)
+        .span(p.width)
+        .height(p.height)
+        .targets([_query(q, chr(ord("A") + i)) for i, q in enumerate(p.queries)])
+    )
+    if p.max is not None:
+        builder = builder.min(0).max(p.max)
+    if p.mappings:
+        builder = builder.mappings(
+            [ValueMap({v: ValueMappingResult(text=t, index=i) for i, (v, t) in enumerate(p.mappings.items())})]
+        )
+    if p.kind == "state":
+        builder = builder.thresholds(
+            ThresholdsConfig()
+            .mode(ThresholdsMode.ABSOLUTE)
+            .steps([Threshold(value=None, color="green"), Threshold(value=1, color="red")])
+        )
+    return builder
+
+
+def build() -> DashboardBuilder:
+    """The dashboard: the variables, then each section as a row and its panels."""
+    dash = (
+        DashboardBuilder("qmon")
+        .uid(UID)
+        .description("IBM MQ queues, IMS CQS structures, dead letters and the qmon job, from qmon metrics")
+        .tags(["qmon", "ibm-mq", "ims"])
+        .time("now-6h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .editable()
+        .with_variable(DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
+    )
+    for name, (label, query) in VARIABLES.items():
+        dash = dash.with_variable(
+            QueryVariable(name)
+            .label(label)
+            .datasource(DATASOURCE)
+            .query(query)
+            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(VariableSort.ALPHABETICAL_ASC)
+            .multi(True)
+            .include_all(True)
+            .all_value(ALL)
+            .current(VariableOption(selected=True, text="All", value="$__all"))
+        )
+    panel_id = 0
+    for title, panels in SECTIONS:
+        panel_id += 1
+        dash = dash.with_row(Row(title).id(panel_id))
+        for p in panels:
+            panel_id += 1
+            dash = dash.with_panel(_panel(p, panel_id))
+    return dash
+
+
+def render() -> str:
+    """The dashboard's JSON as it is kept in the repository."""
+    return JSONEncoder(sort_keys=True, indent=2).encode(build().build()) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m qmon.app.dashboard", description=__doc__.split("\n")[0])
+    ap.add_argument("--output", default=str(OUTPUT), help="where the dashboard's JSON goes")
+    ap.add_argument("--check", action="store_true", help="say whether the JSON is out of date; write nothing")
+    args = ap.parse_args(argv)
+    out = Path(args.output)
+    text = render()
+    if args.check:
+        if not out.exists() or out.read_text() != text:
+            print(f"{out} is out of date: run `python -m qmon.app.dashboard`", file=sys.stderr)
+            return 1
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

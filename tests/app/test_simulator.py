@@ -88,11 +88,14 @@ def test_the_workload_as_mq_activity_trace_carries_the_same_mq_calls():
     messages = [i for i in traced if i.topic == topics.MQ_TRACE]
     decoded = [r for i, m in enumerate(messages) for r in pcf.decode(m.value, offset=i).activity]
     key = lambda r: (r["ts"], r["qmgr"], r["queue"], r["op"], r["msg_bytes"])  # noqa: E731
-    # every traced call is one of the MQ records (the last interval of each queue manager is still open)
+    # every traced call is one of the MQ records, and every MQ record is traced but those of the last interval
+    # of each queue manager, still open
     from collections import Counter
 
     assert not Counter(map(key, decoded)) - Counter(map(key, mq))
-    assert len(decoded) > 0.9 * len(mq)
+    untraced = Counter(map(key, mq)) - Counter(map(key, decoded))
+    assert all(ts > items[-1].ts - 1000 for ts, *_ in untraced.elements())
+    assert len(decoded) > 0.8 * len(mq)
     assert any(pcf.decode(m.value).fatal for m in messages)  # the malformed records, as broken trace
     assert all(
         i.value["structure"] is not None for i in traced if i.topic == topics.ACTIVITY and isinstance(i.value, dict)

@@ -267,12 +267,14 @@ def _cut(records: list[dict[str, Any]], rng: random.Random) -> list[list[dict[st
 
 
 @settings(max_examples=120, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300))
-def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), runs=st.sampled_from([2, 3, message_runs.MAX_RUNS]))
+def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n, runs):
+    """``runs``: put-time runs kept per queue (few: runs merge, and their gets take interpolated put times)."""
     rng = random.Random(seed)
     batches = _cut(_queue_records(rng, n), rng)
-    rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
-    out, state, _ = _apply_queue_batches(batches, batched=True)
+    with patch.object(message_runs, "MAX_RUNS", runs):
+        rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
+        out, state, _ = _apply_queue_batches(batches, batched=True)
     assert out == rules_out
     assert state == rules_state
 

@@ -177,3 +177,37 @@ def test_past_the_runs_bound_the_oldest_put_is_within_its_run():
         assert g.oldest() == 5_500
         g("GET", 32_000)
         assert g.oldest() == 11_000
+
+
+def _stalled(mon: QueueMonitor, clock: int) -> dict:
+    (firing,) = [e.record for e in mon.on_clock(clock) if e.record["type"] == "QUEUE_STALLED"]
+    return firing
+
+
+def test_queue_stalled_says_when_its_oldest_message_was_put_its_age_and_its_last_get():
+    """The age as MSGAGE gives it (whole seconds) at the alert's ts, the deadline the queue missed."""
+    mon = QueueMonitor(QM, MonitorSettings(perfmev="ENABLED"))
+    mon.on_command(parse_command(f"ALTER QLOCAL({Q}) QSVCIEV(HIGH) QSVCINT(10000)"), T, "c1", reply=False)
+    for i, (op, ts) in enumerate((("PUT", 0), ("PUT", 2_000), ("GET", 3_500), ("PUT", 4_000))):
+        mon.on_activity(Activity(f"e{i}", QM, Q, op, T + ts, clock=T + ts))
+    firing = _stalled(mon, T + 13_501)
+    assert firing["ts"] == T + 13_500 and firing["message"] is None
+    assert firing["summary"] == (
+        "Queue PAYROLL.IN on QM1 holds 2 messages and has not been served for more than its service interval of "
+        "10000 ms (service timer running since 2023-11-14T22:13:23.500Z). Its oldest message, put at "
+        "2023-11-14T22:13:22.000Z, is 11 s old (MSGAGE); its last get was at 2023-11-14T22:13:23.500Z. MQ raises no "
+        "event until the next put or get."
+    )
+
+
+def test_queue_stalled_says_when_the_age_is_unknown_and_no_get_was_seen():
+    mon = QueueMonitor(QM, MonitorSettings(perfmev="ENABLED"))
+    mon.on_command(parse_command(f"ALTER QLOCAL({Q}) QSVCIEV(HIGH) QSVCINT(10000)"), T, "c1", reply=False)
+    mon.on_activity(Activity("e1", QM, Q, "PUT", T, depth_after=3, clock=T))  # two there before it, unseen
+    firing = _stalled(mon, T + 10_001)
+    assert firing["summary"] == (
+        "Queue PAYROLL.IN on QM1 holds 3 messages and has not been served for more than its service interval of "
+        "10000 ms (service timer running since 2023-11-14T22:13:20.000Z). The age of its oldest message is unknown "
+        "(qmon did not see the puts of its 2 oldest messages); qmon has seen no get from it. MQ raises no event until "
+        "the next put or get."
+    )

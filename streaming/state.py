@@ -76,8 +76,27 @@ QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
         "stall_ok",
         "fc",
     ),
+    4: (
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+        "unseen",
+        "puts",
+        "lput",
+        "lget",
+    ),
 }
-#: a queue's ``attrs`` (shapes 1 and 3), by position too when they are exactly these
+#: a queue's ``attrs`` (shapes 1, 3 and 4), by position too when they are exactly these
 #: (``qmon.core.queues.MQ_DEFAULTS``)
 ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
 _SHAPE_IDS = {fields: sid for sid, fields in QUEUE_SHAPES.items()}

@@ -15,10 +15,10 @@ template variables:
   (which is how the tests evaluate them against a real Prometheus);
 * Grafana's own ``$__rate_interval`` and ``$__range``.
 
-Why some things an operator might expect are not on it: the exporter serves neither a queue's QSVCINT,
-MAXDEPTH or the age of its oldest message, nor a structure's OVFLWMAX or FULLTHRESHOLD, so there are no
-such lines; the panels that show when a threshold was crossed use what is served (overflow mode, the
-STRUCTURE_NEAR_FULL and QUEUE_STALLED alerts).  The guide (docs/guides/grafana.md) says the same to users.
+Why some things an operator might expect are not on it: the exporter serves neither a queue's QSVCINT or
+MAXDEPTH, nor a structure's OVFLWMAX or FULLTHRESHOLD, so there are no such lines; the panels that show when
+a threshold was crossed use what is served (overflow mode, the STRUCTURE_NEAR_FULL and QUEUE_STALLED alerts).
+The guide (docs/guides/grafana.md) says the same to users.
 """
 
 from __future__ import annotations
@@ -175,6 +175,27 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
                         "{{qmgr}} {{queue}} {{type}}",
                     ),
                 ),
+            ),
+            Panel(
+                "timeseries",
+                "Oldest message age",
+                "Age of the oldest message on each queue (MQ's MSGAGE), from the puts and gets qmon sees: it grows "
+                "while a queue is not served. No line while a queue is empty, or while it holds messages whose puts "
+                "qmon did not see (it started after them).",
+                (Query(f"qmon_queue_oldest_message_age_seconds{{{Q}}}", "{{qmgr}} {{queue}}"),),
+                unit="s",
+            ),
+            Panel(
+                "timeseries",
+                "Since the last put and get",
+                "How long since the last put and the last get qmon saw on each queue (MQ's LPUTDATE/LPUTTIME and "
+                "LGETDATE/LGETTIME): puts going on while the time since the last get grows is a consumer that "
+                "stopped. No line until qmon has seen one.",
+                (
+                    Query(f"time() - qmon_queue_last_put_timestamp_seconds{{{Q}}}", "{{qmgr}} {{queue}} put"),
+                    Query(f"time() - qmon_queue_last_get_timestamp_seconds{{{Q}}}", "{{qmgr}} {{queue}} get"),
+                ),
+                unit="s",
             ),
             Panel(
                 "state",

@@ -4,8 +4,10 @@
 ``Metrics.families()`` lists every metric as ``Family`` values (name, type, help, samples) that the
 exporter turns into Prometheus metric families.  Series come and go with what they describe:
 
-* a queue's series (depth, service time, event counts) appear with its first snapshot or event and go
-  when a snapshot says its shard forgot it (idle past ``monitor.queue_ttl``);
+* a queue's series (depth, service time, event counts, its oldest message's age, its last put and get) appear
+  with its first snapshot or event and go when a snapshot says its shard forgot it (idle past
+  ``monitor.queue_ttl``); the oldest message's age, last put and last get have no sample while the latest
+  snapshot has none to give (an empty queue, puts or gets qmon did not see);
 * ``qmon_alerts_firing{type,subject}`` is 1 while an episode of that type on that subject is FIRING and
   is gone once every such episode is RESOLVED;
 * the job's health comes from ``QueryProgress`` records (one per micro-batch);
@@ -13,7 +15,9 @@ exporter turns into Prometheus metric families.  Series come and go with what th
   the DLQ handler's ledger (``on_ledger``) says which of them it has left on the DLQ, and a series of
   ``qmon_dead_letters_left`` goes when its last record leaves the ledger.
 
-Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event.
+Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event.  The oldest
+message's age is measured at each scrape (``families(now=...)``) from its put time, as MQ's MSGAGE is when it
+is displayed, so it grows while the queue does not change.
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ class Metrics:
 
     def __init__(self) -> None:
         self.depth: dict[tuple[str, str], int] = {}
+        self.oldest_put: dict[tuple[str, str], float] = {}  # (qmgr, queue) -> its oldest message's put, Unix s
+        self.last_put: dict[tuple[str, str], float] = {}
+        self.last_get: dict[tuple[str, str], float] = {}
         self.service_time: dict[tuple[str, str], float] = {}
         self.events: Counter[tuple[str, str, str]] = Counter()
         self.structures: dict[str, dict[str, float]] = {}  # name (primary or overflow) -> its gauges
@@ -81,7 +88,17 @@ class Metrics:
         qmgr = rec.get("qmgr")
         if qmgr is not None:
             for q in rec.get("queues") or []:
-                self.depth[(qmgr, q["queue"])] = int(q["depth"])
+                key = (qmgr, q["queue"])
+                self.depth[key] = int(q["depth"])
+                for times, attr in (
+                    (self.oldest_put, "oldest_message_put"),
+                    (self.last_put, "last_put"),
+                    (self.last_get, "last_get"),
+                ):
+                    if q.get(attr) is None:
+                        times.pop(key, None)
+                    else:
+                        times[key] = to_ms(q[attr]) / 1000.0
             for name in rec.get("forgotten") or []:
                 self._forget(qmgr, name)
         name = rec.get("structure")
@@ -101,6 +118,8 @@ class Metrics:
 
     def _forget(self, qmgr: str, queue: str) -> None:
         self.depth.pop((qmgr, queue), None)
+        for times in (self.oldest_put, self.last_put, self.last_get):
+            times.pop((qmgr, queue), None)
         self.service_time.pop((qmgr, queue), None)
         for key in [k for k in self.events if k[0] == qmgr and k[1] == queue]:
             del self.events[key]
@@ -162,7 +181,9 @@ class Metrics:
 
     # ------------------------------------------------------------ output
 
-    def families(self) -> list[Family]:
+    def families(self, *, now: float) -> list[Family]:
+        """Every metric, the oldest messages' ages measured at ``now`` (Unix seconds: the scrape's time)."""
+
         def fam(name: str, kind: str, text: str, labels: tuple[str, ...], samples: Any) -> Family:
             return Family(name, kind, text, labels, sorted(samples))
 
@@ -181,6 +202,28 @@ class Metrics:
                 "MQ's service time of the queue's latest service-interval event (QSVCINT_HIGH / QSVCINT_OK).",
                 ("qmgr", "queue"),
                 self.service_time.items(),
+            ),
+            fam(
+                "qmon_queue_oldest_message_age_seconds",
+                "gauge",
+                "Age of the oldest message on the queue at the scrape (MQ's MSGAGE), from its put time in the latest "
+                "snapshot; none while the queue is empty or qmon did not see its oldest messages' puts.",
+                ("qmgr", "queue"),
+                ((k, max(0.0, now - put)) for k, put in self.oldest_put.items()),
+            ),
+            fam(
+                "qmon_queue_last_put_timestamp_seconds",
+                "gauge",
+                "When the last put qmon saw on the queue happened (MQ's LPUTDATE and LPUTTIME), Unix time.",
+                ("qmgr", "queue"),
+                self.last_put.items(),
+            ),
+            fam(
+                "qmon_queue_last_get_timestamp_seconds",
+                "gauge",
+                "When the last get qmon saw on the queue happened (MQ's LGETDATE and LGETTIME), Unix time.",
+                ("qmgr", "queue"),
+                self.last_get.items(),
             ),
             fam(
                 "qmon_queue_events",

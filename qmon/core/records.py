@@ -39,6 +39,9 @@ class QueueSnapshot(TypedDict):
     queue: str
     depth: int
     service_timer_start: int | None
+    oldest_message_put: int | None
+    last_put: int | None
+    last_get: int | None
 
 
 class Snapshot(TypedDict, total=False):

@@ -3,9 +3,12 @@
 from qmon.core import topics
 from qmon.core.metrics import BATCH_BUCKETS, Metrics
 
+#: the scrape's time (Unix seconds)
+NOW = 1_700_000_100.0
 
-def samples(m: Metrics, name: str) -> dict:
-    fam = next(f for f in m.families() if f.name == name)
+
+def samples(m: Metrics, name: str, now: float = NOW) -> dict:
+    fam = next(f for f in m.families(now=now) if f.name == name)
     return dict(fam.samples)
 
 
@@ -20,6 +23,44 @@ def test_queue_depth_comes_from_snapshots_and_goes_when_the_shard_forgets_the_qu
     assert samples(m, "qmon_queue_depth") == {("QM1", "A"): 3.0}
     assert samples(m, "qmon_queue_service_time_seconds") == {}
     assert samples(m, "qmon_queue_events") == {}
+
+
+def test_a_queue_s_oldest_message_age_at_the_scrape_and_its_last_put_and_get_none_where_the_snapshot_has_none():
+    """The age is measured at each scrape from the oldest message's put time, so it grows while the queue does not
+    change (a stalled queue publishes no snapshot); a queue with no oldest put (empty, or its oldest puts unseen) or
+    no put or get seen has no sample, not 0."""
+    t = 1_700_000_000_000
+    m = Metrics()
+    m.on_record(
+        topics.SNAPSHOT,
+        {
+            "qmgr": "QM1",
+            "queues": [
+                {"queue": "A", "depth": 2, "oldest_message_put": t, "last_put": t + 30_000, "last_get": t + 40_500},
+                {"queue": "B", "depth": 0, "oldest_message_put": None, "last_put": t + 1_000, "last_get": t + 2_000},
+                {"queue": "C", "depth": 3, "oldest_message_put": None, "last_put": None, "last_get": None},
+            ],
+        },
+    )
+    assert samples(m, "qmon_queue_oldest_message_age_seconds") == {("QM1", "A"): 100.0}
+    assert samples(m, "qmon_queue_oldest_message_age_seconds", now=NOW + 60) == {("QM1", "A"): 160.0}
+    assert samples(m, "qmon_queue_oldest_message_age_seconds", now=NOW - 200) == {("QM1", "A"): 0.0}  # never below 0
+    assert samples(m, "qmon_queue_last_put_timestamp_seconds") == {
+        ("QM1", "A"): 1_700_000_030.0,
+        ("QM1", "B"): 1_700_000_001.0,
+    }
+    assert samples(m, "qmon_queue_last_get_timestamp_seconds") == {
+        ("QM1", "A"): 1_700_000_040.5,
+        ("QM1", "B"): 1_700_000_002.0,
+    }
+    # A drained: its age goes with the next snapshot that names it; a snapshot without the fields (written with a
+    # schema without them) gives none either
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QM1", "queues": [{"queue": "A", "depth": 0, "last_get": t + 50_000}]})
+    assert samples(m, "qmon_queue_oldest_message_age_seconds") == {}
+    assert samples(m, "qmon_queue_last_put_timestamp_seconds") == {("QM1", "B"): 1_700_000_001.0}
+    assert samples(m, "qmon_queue_last_get_timestamp_seconds")[("QM1", "A")] == 1_700_000_050.0
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QM1", "queues": [], "forgotten": ["A", "B"]})
+    assert samples(m, "qmon_queue_last_get_timestamp_seconds") == {}
 
 
 def test_structure_gauges_primary_and_overflow_structure_under_its_own_name():
@@ -124,7 +165,9 @@ def test_job_health_from_progress_a_batch_run_again_counted_once():
     m.on_record(topics.PROGRESS, progress(1, 1500, 50, 150, 150))  # after a restart
     assert samples(m, "qmon_input_records") == {("qmon.activity",): 150.0}
     assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 0.0}
-    ((_, (buckets, count, total)),) = next(f for f in m.families() if f.name == "qmon_batch_duration_seconds").samples
+    ((_, (buckets, count, total)),) = next(
+        f for f in m.families(now=NOW) if f.name == "qmon_batch_duration_seconds"
+    ).samples
     assert count == 2 and total == 1.9
     assert dict(buckets)[0.5] == 1 and dict(buckets)[2.0] == 2 and dict(buckets)[float("inf")] == 2
     assert len(buckets) == len(BATCH_BUCKETS) + 1

@@ -18,11 +18,12 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qmon.core import message_runs
 from qmon.core.config import Config
 from qmon.core.mqsc import parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueDefaults, QueueMonitor
 from qmon.core.reasons import MQRC_Q_FULL
-from qmon.core.structures import StructureMonitor, data_elements
+from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
 from tests.streams import STRUCTURE_CONFIG, activity, random_stream, random_structure_stream
 
@@ -120,7 +121,7 @@ def _run(
     name=st.sampled_from(["MSGQ1", "MSGQ2", "RSRC1", "NEARQ", "NOTCONF"]),
     n=st.integers(1, 400),
     cuts=st.lists(st.integers(0, 400), max_size=6),
-    runs=st.sampled_from([2, 3, data_elements.FIFO_MAX_RUNS]),
+    runs=st.sampled_from([2, 3, message_runs.MAX_RUNS]),
     restarts=st.lists(st.booleans(), max_size=4),
 )
 def test_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, name, n, cuts, runs, restarts):
@@ -128,7 +129,7 @@ def test_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record
     batches run with other thresholds than the state was built with."""
     recs = _records(random.Random(seed), name, n)
     cuts = sorted({c for c in cuts if c < n})
-    with patch.object(data_elements, "FIFO_MAX_RUNS", runs):
+    with patch.object(message_runs, "MAX_RUNS", runs):
         rules_out, rules_state, _ = _run(name, recs, cuts, batched=False, restarts=restarts)
         out, state, _ = _run(name, recs, cuts, batched=True, restarts=restarts)
     assert out == rules_out
@@ -266,12 +267,14 @@ def _cut(records: list[dict[str, Any]], rng: random.Random) -> list[list[dict[st
 
 
 @settings(max_examples=120, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300))
-def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), runs=st.sampled_from([2, 3, message_runs.MAX_RUNS]))
+def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n, runs):
+    """``runs``: put-time runs kept per queue (few: runs merge, and their gets take interpolated put times)."""
     rng = random.Random(seed)
     batches = _cut(_queue_records(rng, n), rng)
-    rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
-    out, state, _ = _apply_queue_batches(batches, batched=True)
+    with patch.object(message_runs, "MAX_RUNS", runs):
+        rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
+        out, state, _ = _apply_queue_batches(batches, batched=True)
     assert out == rules_out
     assert state == rules_state
 

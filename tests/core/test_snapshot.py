@@ -1,11 +1,13 @@
 """Snapshots for gauges (qmon.events.snapshot): a unit that changed publishes its state at most once per
 monitor.snapshot_interval of the arrival clock; what changed in between waits for the unit's timer."""
 
+from qmon.connectors import avro
 from qmon.core import topics
 from qmon.core.lazy import Lazy
 from qmon.core.queues import MonitorSettings, QueueMonitor
 from qmon.core.records import Activity
 from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
+from qmon.core.timeconv import to_ms
 
 T = 1_700_000_000_000
 QS = MonitorSettings(perfmev="ENABLED", snapshot_interval_ms=10_000)
@@ -35,9 +37,9 @@ def test_first_change_is_published_at_once_then_at_most_once_an_interval():
     mon = QueueMonitor("QM1", QS)
     (snap,) = batch(mon, [act(1, "A", "PUT", T), act(2, "A", "PUT", T + 1), act(3, "B", "PUT", T + 2)])
     assert snap.topic == topics.SNAPSHOT and snap.key == "QM1"
-    assert snap.record["queues"] == [
-        {"queue": "A", "depth": 2, "service_timer_start": T},
-        {"queue": "B", "depth": 1, "service_timer_start": T + 2},
+    assert [(q["queue"], q["depth"], q["service_timer_start"]) for q in snap.record["queues"]] == [
+        ("A", 2, T),
+        ("B", 1, T + 2),
     ]
     assert snap.record["ts"] == T + 2 and snap.record["forgotten"] == []
     mon = reload(mon)
@@ -46,10 +48,42 @@ def test_first_change_is_published_at_once_then_at_most_once_an_interval():
     mon = reload(mon)
     assert mon.snapshot(T + 10_001) == []
     (late,) = mon.snapshot(T + 10_002)
-    assert late.record["queues"] == [{"queue": "A", "depth": 1, "service_timer_start": T + 5_000}]
+    assert [(q["queue"], q["depth"], q["service_timer_start"]) for q in late.record["queues"]] == [("A", 1, T + 5_000)]
     assert mon.snapshot_due() is None  # nothing changed since
     mon = reload(mon)
     assert mon.snapshot(T + 60_000) == []
+
+
+def test_a_queue_s_snapshot_gives_its_oldest_message_s_put_and_its_last_put_and_get_none_where_unseen():
+    """``oldest_message_put`` (MSGAGE is the time since), ``last_put`` and ``last_get`` (LPUTDATE/LPUTTIME,
+    LGETDATE/LGETTIME); null, never 0, where the queue is empty, qmon did not see the oldest messages' puts, or it
+    saw no put or get."""
+    mon = QueueMonitor("QM1", QS)
+    (snap,) = batch(
+        mon,
+        [
+            act(1, "A", "PUT", T),
+            act(2, "A", "PUT", T + 1_000),
+            act(3, "A", "GET", T + 2_000),
+            act(4, "B", "PUT", T + 3_000),
+            act(5, "B", "GET", T + 4_000),
+            act(6, "C", "GET", T + 5_000, depth_after=2),  # 3 there, their puts unseen
+        ],
+    )
+    assert snap.record["queues"] == [
+        {"queue": "A", "depth": 1, "service_timer_start": T + 2_000, "oldest_message_put": T + 1_000,
+         "last_put": T + 1_000, "last_get": T + 2_000},
+        {"queue": "B", "depth": 0, "service_timer_start": None, "oldest_message_put": None,
+         "last_put": T + 3_000, "last_get": T + 4_000},
+        {"queue": "C", "depth": 2, "service_timer_start": T + 5_000, "oldest_message_put": None,
+         "last_put": None, "last_get": T + 5_000},
+    ]  # fmt: skip
+    back = avro.decode("Snapshot", avro.encode("Snapshot", snap.record))
+    assert [[q[f] and to_ms(q[f]) for f in ("oldest_message_put", "last_put", "last_get")] for q in back["queues"]] == [
+        [T + 1_000, T + 1_000, T + 2_000],
+        [None, T + 3_000, T + 4_000],
+        [None, None, T + 5_000],
+    ]
 
 
 def test_a_forgotten_queue_is_named_so_its_series_go():

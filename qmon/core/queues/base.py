@@ -96,6 +96,10 @@ class ShardBase:
                 stall_alert_id=None,
                 stall_ok=None,
                 fc=start(self.settings.forecast, ts, 1) if self.settings.forecast.step_ms else None,
+                unseen=0,
+                puts=[],
+                lput=None,
+                lget=None,
             )
             self.queues[name] = q
         return q

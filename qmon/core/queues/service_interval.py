@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
+from qmon.core.queues.status import on_get, on_put, recount
 from qmon.core.reasons import (
     MQRC_Q_FULL,
 )
@@ -22,11 +23,11 @@ class ServiceInterval(ShardBase):
         The common case without the rules' checks: a put or get to a queue qmon knows, with no stall alert
         firing, that starts no stall, raises no service interval or depth event and (with interest
         registered) does not fill an empty queue, and whose forecast sample, if one is due, is one nothing can
-        come of (``_forecast_quiet``), only moves the queue's depth, counts and service timer; such a record is
-        applied here, every condition decided before anything changes (but the sample, which ``on_activity``
-        would take first all the same), and any other goes to ``on_activity`` (property test:
-        ``tests/core/test_run_raising_nothing.py``).  Nothing here changes PERFMEV, the interest registered or
-        the forecast's settings, so they are read once."""
+        come of (``_forecast_quiet``), only moves the queue's depth, counts, service timer, messages' put times
+        and last put or get (``status``); such a record is applied here, every condition decided before anything
+        changes (but the sample, which ``on_activity`` would take first all the same), and any other goes to
+        ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
+        PERFMEV, the interest registered or the forecast's settings, so they are read once."""
         out: list[tuple[Activity, list[Emit]]] = []
         queues, on_activity = self.queues, self.on_activity
         enabled = self.perfmev == "ENABLED"
@@ -58,6 +59,7 @@ class ServiceInterval(ShardBase):
                         or (enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"])
                     )
                     if quiet:
+                        on_put(q, before, after, ts)
                         q["depth"] = after
                         if start is None or before == 0:
                             q["svc_timer_start"], q["svc_timer_clock"] = ts, rec.clock if rec.clock is not None else ts
@@ -73,6 +75,7 @@ class ServiceInterval(ShardBase):
                         or (enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"])
                     )
                     if quiet:
+                        on_get(q, before, after, ts)
                         q["deq"] += 1
                         q["depth"] = after
                         if after > 0:
@@ -98,6 +101,8 @@ class ServiceInterval(ShardBase):
         if rec.op == "START":
             was_empty = q["depth"] == 0
             if rec.depth_after is not None:
+                if q["depth"] != max(0, rec.depth_after):
+                    recount(q, q["depth"], max(0, rec.depth_after))
                 q["depth"] = max(0, rec.depth_after)
             if was_empty and q["depth"] > 0:
                 out.extend(self._notify(rec.queue, q["depth"], rec.ts, rec.event_id))
@@ -116,6 +121,7 @@ class ServiceInterval(ShardBase):
         if rec.op == "PUT":
             before = q["depth"] if rec.depth_after is None else max(0, rec.depth_after - 1)
             after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
+            on_put(q, before, after, rec.ts)
             q["depth"] = after
             if before > 0 and q["svc_timer_start"] is None:
                 # Seen non-empty with the timer OFF: qmon started against a running queue manager (or
@@ -146,6 +152,7 @@ class ServiceInterval(ShardBase):
         # GET
         before = q["depth"] if rec.depth_after is None else rec.depth_after + 1
         after = max(0, before - 1) if rec.depth_after is None else max(0, rec.depth_after)
+        on_get(q, before, after, rec.ts)
         q["deq"] += 1
         q["depth"] = after
         # served within its interval (what MQ would call OK), or emptied: the end of a stall episode

@@ -1,5 +1,6 @@
 """qmon's stall alert, beyond MQ: QUEUE_STALLED once a watched queue goes longer than QSVCINT without a get,
-resolved once it has been served in time for ``stall_clear_hold`` of event time.  Pure."""
+resolved once it has been served in time for ``stall_clear_hold`` of event time; the FIRING says the oldest
+message's age and the last get (``status``).  Pure."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
+from qmon.core.queues.status import msg_age, oldest_put
 from qmon.core.records import Emit, SubjectKind
 from qmon.core.records import alert as _alert
 from qmon.core.records import iso as _iso
@@ -77,9 +79,9 @@ class StallAlert(ShardBase):
             qmgr=self.qmgr,
             ts=deadline,
             summary=(
-                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
-                f"served for more than its service interval of {interval} ms (no get since "
-                f"{_iso(start)}). MQ raises no event until the next put or get."
+                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been served for more "
+                f"than its service interval of {interval} ms (service timer running since {_iso(start)}). "
+                f"{_status(q, deadline)} MQ raises no event until the next put or get."
             ),
             action=(
                 f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
@@ -129,3 +131,17 @@ class StallAlert(ShardBase):
             if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
                 out.append(self._fire_stall(name, q))
         return out
+
+
+def _status(q: QueueState, ts: int) -> str:
+    """What DISPLAY QSTATUS would show of ``q`` (holding messages) at ``ts`` beyond its depth: the oldest message's
+    put and MSGAGE, and the last get, as a sentence."""
+    put = oldest_put(q)
+    if put is None:  # (a queue holding messages whose oldest put qmon did not see)
+        n = q["unseen"]
+        which = "the put of its oldest message" if n == 1 else f"the puts of its {n} oldest messages"
+        oldest = f"The age of its oldest message is unknown (qmon did not see {which})"
+    else:
+        oldest = f"Its oldest message, put at {_iso(put)}, is {msg_age(q, ts)} s old (MSGAGE)"
+    last = f"its last get was at {_iso(q['lget'])}" if q["lget"] is not None else "qmon has seen no get from it"
+    return f"{oldest}; {last}."

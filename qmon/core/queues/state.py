@@ -25,6 +25,12 @@ class QueueState(TypedDict):
     # absent in states stored without a hold (read with ``.get``)
     stall_ok: NotRequired[list[int] | None]
     fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
+    # what DISPLAY QSTATUS shows beyond the depth (``qmon.core.queues.status``); ``unseen`` and the runs' counts
+    # add up to ``depth``
+    unseen: int  # messages at the head of the queue whose puts qmon did not see (the oldest's age is unknown)
+    puts: list[int]  # the others' put times, oldest first, as put-time runs (``qmon.core.message_runs``)
+    lput: int | None  # LPUTDATE and LPUTTIME: event time of the newest put seen (None: none seen)
+    lget: int | None  # LGETDATE and LGETTIME: event time of the newest get seen (None: none seen)
 
 
 class ShardState(TypedDict):

@@ -8,9 +8,10 @@ from qmon.core import topics
 from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.lazy import live
+from qmon.core.message_runs import push_size
 from qmon.core.records import Activity, Emit, Snapshot
 from qmon.core.structures.accounting import DataElements
-from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, fifo_push, staging_queue
+from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, staging_queue
 from qmon.core.structures.fill_forecast import FillForecast
 from qmon.core.structures.full import FullMonitoring
 from qmon.core.structures.overflow import AlterAndOverflow
@@ -118,7 +119,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring, FillForec
                         sq["el"] += rest
                     used += ready + rest
                     st["used"] = used
-                    fifo_push(q["fifo"], ready, rest)
+                    push_size(q["fifo"], ready, rest)
                 elif rec.reason is None and op == "GET":
                     q = queues.get(queue)
                     if q is not None and q["fifo"]:

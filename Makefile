@@ -36,8 +36,8 @@ demo: setup ## set up, then run the demo: local Kafka broker, live workload, the
 test: setup servers ## set up, then run the whole test suite (real Kafka broker, real Spark, Prometheus, Alertmanager)
 	$(VENV)/bin/pytest
 
-test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka)
-	$(VENV)/bin/pytest -m "not spark and not kafka"
+test-fast: setup ## only the pure-logic unit tests (no Spark, no Kafka, no schema registry)
+	$(VENV)/bin/pytest -m "not spark and not kafka and not registry"
 
 SOURCES := qmon streaming connectors tests benchmarks deploy
 

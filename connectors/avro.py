@@ -33,13 +33,31 @@ def parsed_schema(name: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_text(name)))
 
 
+def header(schema_id: int) -> bytes:
+    """Confluent's 5-byte header: the magic byte 0 and the schema id (4 bytes, big-endian)."""
+    return struct.pack(">bI", CONFLUENT_MAGIC, schema_id)
+
+
 def encode(name: str, record: dict[str, Any], *, schema_id: int | None = None) -> bytes:
     """Plain Avro binary; with ``schema_id``, the Confluent wire format (magic byte + id)."""
     buf = io.BytesIO()
     if schema_id is not None:
-        buf.write(struct.pack(">bI", CONFLUENT_MAGIC, schema_id))
+        buf.write(header(schema_id))
     fastavro.schemaless_writer(buf, parsed_schema(name), record)
     return buf.getvalue()
+
+
+@cache
+def parsed_writer(text: str) -> Any:
+    """A writer's schema (JSON text, as a schema registry gives it), parsed for fastavro."""
+    return fastavro.parse_schema(json.loads(text))
+
+
+def confluent_id(data: bytes) -> int | None:
+    """The schema id in the Confluent header of ``data``, or None when it has none (as ``strip_confluent``)."""
+    if len(data) > 5 and data[0] == CONFLUENT_MAGIC:
+        return int(struct.unpack(">I", data[1:5])[0])
+    return None
 
 
 def strip_confluent(data: bytes) -> bytes:
@@ -49,12 +67,18 @@ def strip_confluent(data: bytes) -> bytes:
     return data
 
 
-def decode(name: str, data: bytes) -> dict[str, Any]:
-    """Decode plain or Confluent-framed Avro; raises AvroDecodeError when it is neither."""
+def decode(name: str, data: bytes, *, writer: str | None = None) -> dict[str, Any]:
+    """Decode plain or Confluent-framed Avro; raises AvroDecodeError when it is neither.
+
+    ``writer``: the schema the bytes were written with (JSON text, say the registry's for the header's id),
+    when not ``name``'s own: the record is read with Avro schema resolution into ``name``'s schema (fields
+    the writer lacks take their defaults, fields ``name`` lacks are skipped; ``resolution.resolve`` says
+    beforehand whether the two resolve)."""
     body = strip_confluent(data)
     buf = io.BytesIO(body)
     try:
-        record = fastavro.schemaless_reader(buf, parsed_schema(name), None)
+        written = parsed_writer(writer) if writer is not None else parsed_schema(name)
+        record = fastavro.schemaless_reader(buf, written, parsed_schema(name) if writer is not None else None)
     except Exception as exc:  # fastavro raises several types for bad input
         raise AvroDecodeError(f"not a {name} record: {exc}") from exc
     if buf.tell() != len(body):

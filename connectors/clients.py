@@ -10,6 +10,7 @@ from typing import Any
 
 from qmon.connectors import avro
 from qmon.connectors.kafka import client_config
+from qmon.connectors.registry import Framing
 from qmon.core import topics
 from qmon.core.config import KafkaSecurity
 
@@ -58,15 +59,19 @@ def send_commands(
     security: KafkaSecurity | None = None,
     ts: int | None = None,
     prefix: str = "qmon",
+    framing: Framing | None = None,
 ) -> list[str]:
-    """Publish MQSC commands to qmon.control; returns their command ids."""
+    """Publish MQSC commands to qmon.control; returns their command ids.  ``framing``: with a schema registry,
+    the records in Confluent's wire format."""
     now = ts if ts is not None else int(time.time() * 1000)
+    topic = topics.physical(topics.CONTROL, prefix)
     ids, rows = [], []
     for text in commands:
         cid = str(uuid.uuid4())
         ids.append(cid)
         record = {"command_id": cid, "ts": now, "qmgr": qmgr, "text": text, "user": user}
-        rows.append((topics.physical(topics.CONTROL, prefix), qmgr.encode(), avro.encode("ControlCommand", record)))
+        value = avro.encode("ControlCommand", record)
+        rows.append((topic, qmgr.encode(), framing.frame(topic, "ControlCommand", value) if framing else value))
     produce_rows(bootstrap, rows, security)
     return ids
 
@@ -201,9 +206,11 @@ def produce_paced(
     security: KafkaSecurity | None = None,
     prefix: str = "qmon",
     progress: Callable[[float, int], None] | None = None,
+    framing: Framing | None = None,
 ) -> int:
     """Produce simulator items (``qmon.app.simulator.Item``) in real time: each when the wall clock reaches
-    its event time.  Ends after ``duration`` seconds or when ``stop`` is set; returns the count."""
+    its event time.  Ends after ``duration`` seconds or when ``stop`` is set; returns the count.  ``framing``:
+    with a schema registry, records in Confluent's wire format (raw bytes, malformed or trace, as they are)."""
     p = producer(bootstrap, security)
     t_start = time.monotonic()
     first_ts: int | None = None
@@ -222,12 +229,16 @@ def produce_paced(
                     break
                 p.poll(0)
                 time.sleep(min(0.05, due - now))
-            value = (
-                item.value if isinstance(item.value, bytes) else avro.encode(topics.RECORD_OF[item.topic], item.value)
-            )
+            topic = topics.physical(item.topic, prefix)
+            if isinstance(item.value, bytes):
+                value = item.value
+            else:
+                record = topics.RECORD_OF[item.topic]
+                value = avro.encode(record, item.value)
+                value = framing.frame(topic, record, value) if framing is not None else value
             while True:
                 try:
-                    p.produce(topics.physical(item.topic, prefix), key=item.key, value=value)
+                    p.produce(topic, key=item.key, value=value)
                     break
                 except BufferError:
                     p.poll(0.1)

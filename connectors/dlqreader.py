@@ -1,8 +1,9 @@
 """Reading a dead-letter topic without changing anything: ``qmon dlq-handler --report`` and ``--dry-run``.
 
 Nothing here writes to Kafka or commits an offset.  The DLQ and the handler's ledger are read by consumers
-that are *assigned* their partitions (they join no group), with a group id of their own and auto-commit off;
-the handler's committed offsets are fetched, never set.  A handler running meanwhile is not disturbed.
+that are *assigned* their partitions (they join no group), with a group id of their own and auto-commit off
+(the DLQ as ``connectors.topicrange`` reads a topic); the handler's committed offsets are fetched, never set.
+A handler running meanwhile is not disturbed.
 
 What the figures mean is decided by the pure modules: ``qmon.core.deadletters`` (labels, status, the report's
 table) and ``qmon.core.dlqdryrun`` (the handler's decision for each record).
@@ -17,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from qmon.connectors import avro
+from qmon.connectors import avro, topicrange
 from qmon.connectors.kafka import client_config
 from qmon.core import deadletters
 from qmon.core.config import KafkaSecurity
@@ -27,9 +28,6 @@ from qmon.core.dlqrules import RulesTable
 from qmon.core.timeconv import to_ms
 
 logger = logging.getLogger(__name__)
-
-#: How long reading one topic to its end may take before the reader gives up (seconds).
-READ_TIMEOUT = 120.0
 
 
 class DlqReadError(RuntimeError):
@@ -53,25 +51,6 @@ class DlqRecord:
         return f"{self.partition}/{self.offset}"
 
 
-def _consumer(bootstrap: str, security: KafkaSecurity | None, purpose: str, **extra: Any) -> Any:
-    from confluent_kafka import Consumer
-
-    conf = {
-        "group.id": f"qmon-dlq-{purpose}-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-        **extra,
-    }
-    return Consumer(client_config(bootstrap, security, **conf))
-
-
-def _partitions(consumer: Any, topic: str) -> list[int] | None:
-    described = consumer.list_topics(topic, timeout=30).topics.get(topic)
-    if described is None or described.error is not None or not described.partitions:
-        return None
-    return sorted(described.partitions)
-
-
 def decode(value: bytes | None) -> dict[str, Any] | None:
     """A DLQ record's value as a DeadLetter, or None when it is not one (the handler leaves those alone)."""
     if value is None:
@@ -93,58 +72,21 @@ def read(
 ) -> list[DlqRecord]:
     """The records ``topic`` holds now (to the end of each partition as it was when reading began), put there
     at ``since_ms`` or later and before ``until_ms``, from offset ``start[partition]`` on where given."""
-    from confluent_kafka import KafkaError, TopicPartition
-
-    c = _consumer(bootstrap, security, "reader", **{"enable.partition.eof": True})
+    out: list[DlqRecord] = []
     try:
-        parts = _partitions(c, topic)
-        if parts is None:
-            msg = f"the dead-letter topic {topic} does not exist (check --config's kafka.topic_prefix, or INPUTQ)"
-            raise DlqReadError(msg)
-        ranges: dict[int, tuple[int, int]] = {}
-        for p in parts:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
-            begin = max(low, (start or {}).get(p, low))
-            if since_ms is not None:
-                (found,) = c.offsets_for_times([TopicPartition(topic, p, since_ms)], timeout=30)
-                begin = max(begin, found.offset if found.offset >= 0 else high)
-            if begin < high:
-                ranges[p] = (begin, high)
-        out: list[DlqRecord] = []
-        if not ranges:
-            return out
-        c.assign([TopicPartition(topic, p, begin) for p, (begin, _end) in ranges.items()])
-        pending = set(ranges)
-        deadline = time.monotonic() + READ_TIMEOUT
-        while pending:
-            if time.monotonic() > deadline:
-                msg = f"{topic}: partitions {sorted(pending)} not read to their end in {READ_TIMEOUT:.0f} s"
-                raise DlqReadError(msg)
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(m.partition())
-                else:
-                    logger.warning("reading %s: %s", topic, err)
-                continue
-            p, offset = m.partition(), m.offset()
-            if p not in pending or offset >= ranges[p][1]:
-                pending.discard(p)
-                continue
-            if offset + 1 >= ranges[p][1]:
-                pending.discard(p)
-            ts_type, ts = m.timestamp()
-            dl = decode(m.value())
-            if ts_type == 0 or ts < 0:  # no timestamp: the DeadLetter's put time, if it is one
-                ts = _put_ms(dl)
+        for r in topicrange.records(
+            bootstrap, topic, security, since_ms=since_ms, start=start, group_prefix="qmon-dlq-reader"
+        ):
+            dl = decode(r.value)
+            ts = r.timestamp_ms if r.timestamp_ms is not None else _put_ms(dl)  # else the DeadLetter's put time
             if (since_ms is None or ts >= since_ms) and (until_ms is None or ts < until_ms):
-                out.append(DlqRecord(topic, p, offset, ts, dl))
-        return out
-    finally:
-        c.close()
+                out.append(DlqRecord(topic, r.partition, r.offset, ts, dl))
+    except topicrange.NoSuchTopic:
+        msg = f"the dead-letter topic {topic} does not exist (check --config's kafka.topic_prefix, or INPUTQ)"
+        raise DlqReadError(msg) from None
+    except topicrange.TopicReadError as exc:
+        raise DlqReadError(str(exc)) from None
+    return out
 
 
 def _put_ms(dead_letter: dict[str, Any] | None) -> int:
@@ -179,7 +121,7 @@ def read_ledger(
     )
     try:
         entries: dict[str, Any] = {}
-        if not must_exist and _partitions(c, ledger_topic) is None:
+        if not must_exist and topicrange.partitions(c, ledger_topic) is None:
             return entries
         low, high = c.get_watermark_offsets(TopicPartition(ledger_topic, 0), timeout=30)
         if high <= low:
@@ -214,7 +156,7 @@ def committed(bootstrap: str, topic: str, group: str, security: KafkaSecurity | 
 
     c = Consumer(client_config(bootstrap, security, **{"group.id": group, "enable.auto.commit": False}))
     try:
-        parts = _partitions(c, topic) or []
+        parts = topicrange.partitions(c, topic) or []
         found = c.committed([TopicPartition(topic, p) for p in parts], timeout=30) if parts else []
         return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
     finally:

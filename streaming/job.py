@@ -8,7 +8,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +49,25 @@ def start_query(
     available_now: bool = False,
     query_name: str = "qmon",
     publish_progress: bool = True,
+    schema_ids: Iterable[int] = (),
 ) -> Any:
-    """Build and start the query; returns the StreamingQuery (its progress published by a driver thread)."""
+    """Build and start the query; returns the StreamingQuery (its progress published by a driver thread).
+
+    With ``kafka.schema_registry_url``, the input topics' writer schemas are looked up first (every id of each
+    topic's value subject, and ``schema_ids``: ids met since this process started), and qmon's record of each
+    output topic is registered under the topic's value subject, its id written before every output value
+    (``streaming.writer_schemas``).  Raises the registry's ``RegistryError`` when it cannot answer."""
     from pyspark.sql import functions as F
 
-    from qmon.streaming.pipeline import build
+    from qmon.connectors import registry
+    from qmon.streaming import writer_schemas
+    from qmon.streaming.pipeline import build, framed
     from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import placement
 
+    client = registry.from_config(config.kafka)
+    plans = writer_schemas.plan(client, config.kafka.topic_prefix, schema_ids) if client is not None else None
+    out_ids = writer_schemas.output_ids(client, config.kafka.topic_prefix) if client is not None else {}
     # a new checkpoint takes the shuffle partitions of the session at its first batch and keeps them
     spark.conf.set("spark.sql.shuffle.partitions", str(config.job.shuffle_partitions))
     fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)
@@ -103,8 +114,10 @@ def start_query(
         max_lateness_ms=duration_ms(config.job.max_lateness),
         # a run that stops where the input ends now: a partition read to its end holds nothing back
         ends=end_offsets(bootstrap, sorted(names), config.kafka.security) if available_now else None,
+        writer_plans=plans,
     )
-    out = out.select("topic", F.col("key").cast("binary").alias("key"), "value")
+    value = framed(F.col("value"), F.col("topic"), out_ids).alias("value")
+    out = out.select("topic", F.col("key").cast("binary").alias("key"), value)
     writer = (
         out.writeStream.format("kafka").options(**kafka).option("checkpointLocation", checkpoint).queryName(query_name)
     )
@@ -114,7 +127,8 @@ def start_query(
         writer = writer.trigger(processingTime=f"{duration_ms(config.job.trigger)} milliseconds")
     query = writer.start()
     if publish_progress:
-        ProgressPublisher(spark, bootstrap, config).attach(query)
+        progress = out_ids.get(topics.physical(topics.PROGRESS, config.kafka.topic_prefix))
+        ProgressPublisher(spark, bootstrap, config, schema_id=progress).attach(query)
     return query
 
 
@@ -234,9 +248,10 @@ class ProgressPublisher:
     job's health for ``qmon metrics``), from a ``ProgressListener``.  A failure to publish is logged and never
     stops the job."""
 
-    def __init__(self, spark: Any, bootstrap: str, config: Config):
+    def __init__(self, spark: Any, bootstrap: str, config: Config, *, schema_id: int | None = None):
         self.spark, self.bootstrap, self.config = spark, bootstrap, config
         self.topic = topics.physical(topics.PROGRESS, config.kafka.topic_prefix)
+        self.schema_id = schema_id  # with a schema registry: Confluent's wire format, with this id
         self.out: Any = None
 
     def attach(self, query: Any) -> None:
@@ -257,7 +272,8 @@ class ProgressPublisher:
         if self.out is None:
             return
         try:
-            self.out.produce(self.topic, key=b"qmon", value=avro.encode("QueryProgress", progress_record(report)))
+            value = avro.encode("QueryProgress", progress_record(report), schema_id=self.schema_id)
+            self.out.produce(self.topic, key=b"qmon", value=value)
             self.out.poll(0)
         except Exception as exc:  # noqa: BLE001 - a broker hiccup, a full local queue
             logger.debug("qmon job: progress not published: %s", exc)
@@ -386,6 +402,24 @@ def _progressed(query: Any) -> bool:
         return False
 
 
+def _transient(exc: Exception) -> bool:
+    """Whether a schema registry's error may pass by itself (no answer, an error of its server)."""
+    from qmon.connectors.registry import RegistryUnreachable
+
+    return isinstance(exc, RegistryUnreachable) or (getattr(exc, "status", None) or 0) >= 500
+
+
+def _again(failures: int, max_restarts: int, what: str, stopping: threading.Event) -> int | None:
+    """After ``failures`` failures in a row: None when the query is to start again (after a backoff), else the
+    job's exit status (1: too many failures; 0: stopped while waiting)."""
+    if failures > max_restarts:
+        logger.error("the qmon query failed %d times in a row; giving up: %s", failures, what)
+        return 1
+    backoff = min(60.0, 2.0**failures)
+    logger.warning("the qmon query failed (%s); restarting on the same checkpoint in %.0f s", what[:300], backoff)
+    return 0 if stopping.wait(backoff) else None
+
+
 def _run(
     spark: Any,
     config: Config,
@@ -396,9 +430,24 @@ def _run(
     max_restarts: int,
     stopping: threading.Event,
 ) -> int:
+    from qmon.connectors.registry import RegistryError
+    from qmon.streaming.writer_schemas import new_ids
+
     failures = 0
+    schema_ids: set[int] = set()  # ids of records framed with an id the query had not planned
     while True:
-        query = start_query(spark, config, bootstrap, checkpoint, available_now=available_now)
+        try:
+            query = start_query(
+                spark, config, bootstrap, checkpoint, available_now=available_now, schema_ids=schema_ids
+            )
+        except RegistryError as exc:  # the writers' schemas cannot be looked up, or the outputs' registered
+            if available_now or not _transient(exc):
+                raise
+            failures += 1
+            status = _again(failures, max_restarts, str(exc), stopping)
+            if status is None:
+                continue
+            return status
         logger.info(
             "qmon job started: reading %s from %s, checkpoint %s",
             ", ".join(topics.physical(t, config.kafka.topic_prefix) for t in topics.INPUTS),
@@ -409,22 +458,25 @@ def _run(
             while not stopping.is_set() and not query.awaitTermination(0.5):
                 pass
         except Exception as exc:  # noqa: BLE001 - the query failed; restart it with backoff
+            new = new_ids(str(exc)) - schema_ids
+            if new and config.kafka.schema_registry_url:  # an id registered since the query started: plan it
+                schema_ids |= new
+                logger.info(
+                    "qmon job: records framed with schema id %s, which the query had not looked up; "
+                    "starting it again on the same checkpoint with it",
+                    ", ".join(str(i) for i in sorted(new)),
+                )
+                if stopping.is_set():
+                    return 0
+                continue
             if available_now:  # a one-shot run (replay, tests, benchmarks) reports the failure
                 raise
             # in a row: a query that finished a batch before it failed starts the count again
             failures = 1 if _progressed(query) else failures + 1
-            if failures > max_restarts:
-                logger.error("the qmon query failed %d times in a row; giving up: %s", failures, exc)
-                return 1
-            backoff = min(60.0, 2.0**failures)
-            logger.warning(
-                "the qmon query failed (%s); restarting on the same checkpoint in %.0f s",
-                str(exc).splitlines()[0][:300],
-                backoff,
-            )
-            if stopping.wait(backoff):
-                return 0
-            continue
+            status = _again(failures, max_restarts, str(exc).splitlines()[0], stopping)
+            if status is None:
+                continue
+            return status
         if stopping.is_set():
             stop_query(query)
             logger.info("qmon job stopped; the next start resumes from %s", checkpoint)

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StringType
 
+from qmon.connectors import avro
 from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
@@ -48,6 +49,7 @@ from qmon.core.reasons import CODE
 from qmon.streaming.dedup import dedup_step
 from qmon.streaming.event_order import source
 from qmon.streaming.rows import ACTIVITY, LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
+from qmon.streaming.writer_schemas import MISMATCH, NEW_ID, UNKNOWN, TopicPlan
 
 logger = logging.getLogger(__name__)
 
@@ -107,21 +109,63 @@ def _ts_check(col: str = "r.ts") -> tuple[Column, str, Column]:
     )
 
 
-def _decoded(df: DataFrame, col: str, record: str, topic: str) -> DataFrame:
+def _decoded(df: DataFrame, col: str, record: str, topic: str, plan: TopicPlan | None = None) -> DataFrame:
     """Column ``col``: the value decoded as ``record`` when it was read from ``topic``, else null.
 
     PERMISSIVE yields a struct of nulls (not a null struct) for bytes that do not decode, and
     ``from_avro`` ignores bytes left over after a record (random bytes can decode into garbage):
     a real record has no null in a non-null field and re-encodes to exactly its own length.
-    """
+
+    With a ``plan`` (a schema registry's), a framed record is read by its schema id: with qmon's schema when
+    the id's is qmon's own, with the writer's resolved into qmon's when it resolves (its length checked with
+    the writer's), as null when it is a dead letter (``_schema_checks``); an id in no plan raises
+    ``writer_schemas.NEW_ID`` and the query fails (``streaming.job`` plans it and starts again)."""
     schema = schema_text(record)
     mine = F.col("topic") == topic
-    df = df.withColumn(col, from_avro(F.when(mine, F.col("_body")), schema, {"mode": "PERMISSIVE"}))
+    body = F.col("_body")
+    if plan is None:
+        df = df.withColumn(col, from_avro(F.when(mine, body), schema, {"mode": "PERMISSIVE"}))
+        whole = F.length(to_avro(F.col(col), schema)) == F.length(body)
+    else:
+        sid = _schema_id(F.col("value"))
+        own = (sid.isNull() | sid.isin(*sorted(plan.own))) if plan.own else sid.isNull()
+        value = F.when(own, from_avro(body, schema, {"mode": "PERMISSIVE"}))
+        whole = F.when(own, F.length(to_avro(F.col(col), schema)) == F.length(body))
+        for schema_id, writer in sorted(plan.writers.items()):
+            resolved = from_avro(body, writer.text, {"mode": "PERMISSIVE", "avroSchema": schema})
+            value = value.when(sid == schema_id, resolved)
+            if writer.checked:  # the length of the record as the writer wrote it
+                written = to_avro(from_avro(body, writer.text, {"mode": "PERMISSIVE"}), writer.text)
+                whole = whole.when(sid == schema_id, F.length(written) == F.length(body))
+            else:
+                whole = whole.when(sid == schema_id, F.lit(True))
+        if plan.dead:
+            value = value.when(sid.isin(*sorted(plan.dead)), F.lit(None))
+        new = F.concat(
+            F.lit(NEW_ID), sid.cast("string"), F.lit(f" in a record of {topic}, which the query did not plan")
+        )
+        df = df.withColumn(col, F.when(mine, value.otherwise(F.raise_error(new))))
     decoded = mine & F.col(col).isNotNull()
     for field in required_fields(record):
         decoded = decoded & F.col(f"{col}.{field}").isNotNull()
-    whole = F.length(to_avro(F.col(col), schema)) == F.length(F.col("_body"))
     return df.withColumn(col, F.when(decoded, F.when(whole, F.col(col))))
+
+
+def _schema_id(value: Column) -> Column:
+    """The schema id in the Confluent header of ``value`` (as ``_body`` finds one), else null."""
+    framed = (F.length(value) > 5) & (F.substring(value, 1, 1) == F.lit(b"\x00"))
+    return F.when(framed, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
+
+
+def _schema_checks(plan: TopicPlan | None) -> list[tuple[Column, str, Column]]:
+    """A framed record whose id the plan makes a dead letter: its reason and error, ahead of every other check."""
+    if plan is None or not plan.dead:
+        return []
+    sid = _schema_id(F.col("value"))
+    ids = sorted(plan.dead)
+    reason = F.create_map(*[x for i in ids for x in (F.lit(i).cast("long"), F.lit(plan.dead[i].reason))])[sid]
+    error = F.create_map(*[x for i in ids for x in (F.lit(i).cast("long"), F.lit(plan.dead[i].error))])[sid]
+    return [(reason == F.lit(name), name, error) for name in (UNKNOWN, MISMATCH)]
 
 
 def _activity_checks(r: str = "ra") -> list[tuple[Column, str, Column]]:
@@ -208,10 +252,12 @@ _INPUTS = {
 }
 
 
-def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFrame:
+def decode_topic(raw: DataFrame, logical: str, names: dict[str, str], plan: TopicPlan | None = None) -> DataFrame:
     """The records of one input topic decoded: columns ra / rc / rj (only the one of ``logical``
     filled, the others typed nulls, so every input topic yields the same columns), ``dlq_reason`` /
     ``dlq_error`` (null when valid), ``format``, ``p`` (a command's parse) and ``cmd_invalid``.
+    ``plan``: how framed records are read by their schema id (``streaming.writer_schemas``); without one, the
+    header is skipped and the body read with qmon's schema.
 
     One decoder per topic, so the MQSC parser (a Python UDF, which Spark feeds every row of its
     input) sees commands only, never the activity stream."""
@@ -220,11 +266,11 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
     df = raw.withColumn("_body", _body(F.col("value")))
     for other, (col, record, _checks) in _INPUTS.items():
         if other == logical:
-            df = _decoded(df, col, record, names[logical])
+            df = _decoded(df, col, record, names[logical], plan)
         else:
             df = df.withColumn(col, from_avro(F.lit(None).cast("binary"), schema_text(record)))
     col, record, checks = _INPUTS[logical]
-    name, error = _reason(checks())
+    name, error = _reason([*_schema_checks(plan), *checks()])
     df = df.drop("_body").withColumn("dlq_reason", name).withColumn("dlq_error", error)
     df = df.withColumn("format", F.lit(record))
     if logical != topics.CONTROL:
@@ -240,18 +286,22 @@ def decode_topic(raw: DataFrame, logical: str, names: dict[str, str]) -> DataFra
 
 
 def decode(
-    raw: DataFrame | dict[str, DataFrame], names: dict[str, str], mq_trace: tuple[str, str] | None = None
+    raw: DataFrame | dict[str, DataFrame],
+    names: dict[str, str],
+    mq_trace: tuple[str, str] | None = None,
+    plans: dict[str, TopicPlan] | None = None,
 ) -> DataFrame:
     """Every input record decoded, one decoder per input topic, in one union.
 
     ``raw`` is one Kafka-shaped DataFrame per logical input topic (``qmon run``: one Kafka source
     each), or one DataFrame holding them all (``qmon replay``), split here by topic.  With ``mq_trace``
     ((encoding, time zone)), the MQ activity trace topic too (``streaming.trace``): its calls become
-    decoded activity, routed like ``qmon.activity``'s."""
+    decoded activity, routed like ``qmon.activity``'s.  ``plans``: each input topic's writer schemas (by
+    logical name), with a schema registry."""
     wanted = [*_INPUTS, topics.MQ_TRACE] if mq_trace else list(_INPUTS)
     if not isinstance(raw, dict):
         raw = {t: raw.where(F.col("topic") == names[t]) for t in wanted}
-    parts = [decode_topic(raw[t], t, names) for t in _INPUTS if t in raw]
+    parts = [decode_topic(raw[t], t, names, (plans or {}).get(t)) for t in _INPUTS if t in raw]
     dec = parts[0]
     for part in parts[1:]:
         dec = dec.unionByName(part)
@@ -338,6 +388,15 @@ def _structure_bucket(structure: Column, structure_buckets: dict[str, int] | Non
         return F.lit(0)
     chosen = F.create_map(*[F.lit(x) for kv in sorted(structure_buckets.items()) for x in kv])
     return F.coalesce(chosen[structure], F.lit(0))
+
+
+def framed(value: Column, topic: Column, ids: dict[str, int]) -> Column:
+    """An output ``value`` in Confluent's wire format: the header of ``ids[topic]`` (ids by physical topic name)
+    before it; a topic without an id keeps its value as it is."""
+    if not ids:
+        return value
+    headers = F.create_map(*[x for t, i in sorted(ids.items()) for x in (F.lit(t), F.lit(avro.header(i)))])
+    return F.concat(F.coalesce(headers[topic], F.lit(b"")), value)
 
 
 def topic_numbers(names: dict[str, str]) -> dict[str, int]:
@@ -526,6 +585,7 @@ def build(
     dedup_window_ms: int = 10 * 60 * 1000,
     max_lateness_ms: int = 0,
     ends: dict[tuple[str, int], int] | None = None,
+    writer_plans: dict[str, TopicPlan] | None = None,
 ) -> DataFrame:
     """The whole query over Kafka-shaped rows; returns the rows for the Kafka sink.
 
@@ -535,7 +595,8 @@ def build(
     monitor applies each unit's records in event-time order across the input partitions, up to
     ``max_lateness_ms`` behind the slowest (``streaming.event_order``); ``ends``, the end offset of each input
     partition (physical topic, partition) a run stops at (``--available-now``): a partition read to its end
-    holds nothing back.
+    holds nothing back.  ``writer_plans``: how each input topic's framed records are read by their schema id
+    (``streaming.writer_schemas``), with a schema registry.
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
@@ -544,7 +605,7 @@ def build(
 
     names = topics.physical_map(prefix)
     # one watermark, above the union: an idle input topic never holds the event-time timers back
-    dec = decode(raw, names, mq_trace)
+    dec = decode(raw, names, mq_trace, writer_plans)
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)

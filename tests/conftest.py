@@ -4,6 +4,9 @@ The broker is, in order of preference: the cluster named by ``QMON_TEST_BOOTSTRA
 testcontainers' Kafka when a Docker engine answers; otherwise qmon's own
 ``LocalKafka`` (Apache Kafka from Maven Central, KRaft, loopback).  Each test that
 runs the job gets its own topic prefix, so tests never see each other's records.
+
+The schema registry is the one named by ``QMON_TEST_SCHEMA_REGISTRY`` (the base URL of a Confluent-compatible
+API), else qmon's own ``LocalRegistry`` (Apicurio Registry from Maven Central, in memory, loopback).
 """
 
 from __future__ import annotations
@@ -90,6 +93,30 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             tail = broker.log_path.read_text(errors="replace")[-4000:] if broker.log_path.exists() else ""
             if "ERROR" in tail:
                 print(f"\n--- Kafka broker log (tail) ---\n{tail}")
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of a real schema registry's Confluent-compatible API, empty at the start of the session
+    (unless ``QMON_TEST_SCHEMA_REGISTRY`` names one); skipped with the reason when no Java or Maven here can
+    run one."""
+    if os.environ.get("QMON_TEST_SCHEMA_REGISTRY"):
+        yield os.environ["QMON_TEST_SCHEMA_REGISTRY"].rstrip("/")
+        return
+    from qmon.connectors import registry_server
+
+    if shutil.which("mvn") is None:
+        pytest.skip("Maven (mvn) is not on PATH: it fetches Apicurio Registry from Maven Central")
+    try:
+        registry_server.choose()
+    except registry_server.RegistryServerError as exc:
+        pytest.skip(str(exc))
+    server = registry_server.LocalRegistry(workdir=tmp_path_factory.mktemp("registry"))
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

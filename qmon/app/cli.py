@@ -10,11 +10,14 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qmon.core import topics
 from qmon.core.config import Config, ConfigError, load_config
 from qmon.streaming.units import CheckpointError
+
+if TYPE_CHECKING:
+    from qmon.connectors.registry import Framing
 
 logger = logging.getLogger("qmon")
 
@@ -25,6 +28,13 @@ def _config(args: argparse.Namespace) -> Config:
 
 def _bootstrap(args: argparse.Namespace, config: Config) -> str:
     return args.bootstrap or os.environ.get("QMON_BOOTSTRAP") or config.kafka.bootstrap
+
+
+def _framing(config: Config) -> Framing:
+    """``connectors.registry.Framing`` of the configured schema registry (none: records as plain Avro)."""
+    from qmon.connectors import registry
+
+    return registry.Framing(registry.from_config(config.kafka))
 
 
 # ---------------------------------------------------------------- run / replay
@@ -76,6 +86,30 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_registry_start(args: argparse.Namespace) -> int:
+    from qmon.connectors.registry_server import LocalRegistry, RegistryServerError
+
+    try:
+        server = LocalRegistry(port=args.port or 0, host=args.host, version=args.version).start()
+    except RegistryServerError as exc:
+        print(f"qmon registry start: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Apicurio Registry {server.version} ready, schemas in memory: kafka.schema_registry_url {server.url}"
+        f"  (log: {server.log_path}); Ctrl-C stops it",
+        flush=True,
+    )
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    try:
+        while not stop["now"] and server.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    server.remove()
+    return 0
+
+
 # ---------------------------------------------------------------- produce / mqsc / tail
 
 
@@ -94,9 +128,15 @@ def cmd_produce(args: argparse.Namespace) -> int:
         from qmon.connectors.kafka import ensure_topics
 
         ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=True)
+    framing = _framing(config)  # with a schema registry: the ids of qmon's schemas in Confluent's header
+
+    def value(topic: str, v: bytes) -> bytes:
+        record = topics.RECORD_OF.get(topic)
+        return framing.frame(topics.physical(topic, prefix), record, v) if record else v  # (trace: PCF bytes)
+
     n = produce_rows(
         bootstrap,
-        ((topics.physical(t, prefix), k, v) for t, _p, _o, k, v, _ts in encoded.rows),
+        ((topics.physical(t, prefix), k, value(t, v)) for t, _p, _o, k, v, _ts in encoded.rows),
         config.kafka.security,
     )
     print(f"qmon produce: {n} records sent", file=sys.stderr)
@@ -119,7 +159,15 @@ def cmd_seed_depth(args: argparse.Namespace) -> int:
         return 1
     records = start_records(args.qmgr, depths, int(time.time() * 1000))
     topic = topics.physical(topics.ACTIVITY, config.kafka.topic_prefix)
-    rows = [(topic, f"{r['qmgr']}/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in records]
+    framing = _framing(config)
+    rows = [
+        (
+            topic,
+            f"{r['qmgr']}/{r['queue']}".encode(),
+            framing.frame(topic, "QueueActivity", avro.encode("QueueActivity", r)),
+        )
+        for r in records
+    ]
     n = produce_rows(_bootstrap(args, config), rows, config.kafka.security)
     print(
         f"qmon seed-depth: {n} queues of {args.qmgr} seeded ({', '.join(f'{q}={d}' for q, d in depths[:5])}{' ...' if n > 5 else ''})",
@@ -179,7 +227,13 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
         return 2
     prefix = config.kafka.topic_prefix
     ids = send_commands(
-        bootstrap, args.qmgr, commands, user=os.environ.get("USER"), security=config.kafka.security, prefix=prefix
+        bootstrap,
+        args.qmgr,
+        commands,
+        user=os.environ.get("USER"),
+        security=config.kafka.security,
+        prefix=prefix,
+        framing=_framing(config),
     )
     replies = _wait_for_joined_replies(
         bootstrap, ids, timeout=args.timeout, security=config.kafka.security, prefix=prefix
@@ -287,6 +341,65 @@ def cmd_dlq_handler(args: argparse.Namespace) -> int:
     return 0
 
 
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from qmon.core.deadletters import parse_time
+
+    now_ms = int(time.time() * 1000)
+    times = {}
+    for option, text in (("--since", args.since), ("--until", args.until)):
+        try:
+            times[option] = parse_time(text, now_ms) if text else now_ms
+        except ValueError as exc:
+            print(f"qmon report: {option}: {exc}", file=sys.stderr)
+            return 2
+    since, until = times["--since"], min(times["--until"], now_ms)  # after now: up to now
+    if since >= until:
+        print(f"qmon report: --since {args.since} is not before --until {args.until or 'now'}", file=sys.stderr)
+        return 2
+    if args.html and not _has_matplotlib():
+        from qmon.app.report import HTML_NEEDS
+
+        print(f"qmon report: --html needs matplotlib, which is not installed: {HTML_NEEDS}", file=sys.stderr)
+        return 2
+    from qmon.app import report as render
+    from qmon.connectors import reportreader
+
+    config = _config(args)
+    try:
+        report = reportreader.read(
+            _bootstrap(args, config),
+            config.kafka.security,
+            prefix=config.kafka.topic_prefix,
+            since_ms=since,
+            until_ms=until,
+            queues=args.queue or [],
+            structures=args.structure or [],
+        )
+    except reportreader.ReportReadError as exc:
+        print(f"qmon report: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(render.json_text(report), end="")
+    elif args.csv:
+        print(render.csv_text(report), end="")
+    elif args.html:
+        try:
+            Path(args.html).write_text(render.html(report))
+        except OSError as exc:
+            print(f"qmon report: cannot write {args.html}: {exc.strerror}", file=sys.stderr)
+            return 1
+        print(f"qmon report: wrote {args.html}", file=sys.stderr)
+    else:
+        print(render.text(report), end="")
+    return 0
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     import time as _time
 
@@ -299,11 +412,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     prefix = config.kafka.topic_prefix
     trace = args.format == "mq-trace"
     ensure_topics(bootstrap, config.kafka.partitions, config.kafka.security, prefix=prefix, mq_trace=trace)
+    framing = _framing(config)  # with a schema registry: the ids of qmon's schemas in Confluent's header
     t0 = int(_time.time() * 1000)
     if not args.no_setup:
         for qmgr, commands in SETUP_MQSC.items():
             send_commands(
-                bootstrap, qmgr, commands, user="simulate", security=config.kafka.security, ts=t0 - 1, prefix=prefix
+                bootstrap,
+                qmgr,
+                commands,
+                user="simulate",
+                security=config.kafka.security,
+                ts=t0 - 1,
+                prefix=prefix,
+                framing=framing,
             )
     sim = Simulator(seed=args.seed, rate=args.rate, t0=t0)
     tty = sys.stderr.isatty()
@@ -324,6 +445,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             security=config.kafka.security,
             prefix=prefix,
             progress=progress,
+            framing=framing,
         )
     except KeyboardInterrupt:
         n = sim.seq
@@ -483,6 +605,24 @@ def parser() -> argparse.ArgumentParser:
     kp.add_argument("--partitions", type=int, default=4)
     kp.set_defaults(func=cmd_kafka_start)
 
+    sp = sub.add_parser(
+        "registry", help="a local schema registry (Apicurio Registry, Confluent's REST API) on loopback"
+    )
+    rsub = sp.add_subparsers(dest="registry_cmd", required=True)
+    rp = rsub.add_parser("start", help="start a schema registry, its schemas in memory; runs until Ctrl-C")
+    rp.add_argument("--port", type=int, default=8081, help="the HTTP port (0: a free one)")
+    rp.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default loopback: a development registry for this host only)",
+    )
+    rp.add_argument(
+        "--version",
+        help="the Apicurio Registry release (default: the newest a Java here runs; 3.3.3 needs Java 21, "
+        "3.0.9 runs on 17)",
+    )
+    rp.set_defaults(func=cmd_registry_start)
+
     sp = sub.add_parser("produce", help="send a JSONL file of activity and commands to qmon's input topics")
     common(sp)
     sp.add_argument("input")
@@ -559,6 +699,37 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--until", help="--report: up to this time (default now), as --since")
     sp.set_defaults(func=cmd_dlq_handler)
 
+    sp = sub.add_parser(
+        "report",
+        help="a service report from the output topics: alert episodes, service within QSVCINT, overflow mode "
+        "and peak usage, per queue and structure, over a time range",
+    )
+    common(sp)
+    sp.add_argument("--since", required=True, help="from this time: 7d, 12h, 30m (back from now) or an ISO time (UTC)")
+    sp.add_argument("--until", help="up to this time (default now; a later time is taken as now), as --since")
+    sp.add_argument(
+        "--queue",
+        action="append",
+        metavar="PATTERN",
+        help="only queues whose name or QMGR/QUEUE matches (* and ? wildcards; repeatable); with --queue alone, "
+        "no structure",
+    )
+    sp.add_argument(
+        "--structure",
+        action="append",
+        metavar="PATTERN",
+        help="only structures whose name matches (* and ? wildcards; repeatable); with --structure alone, no queue",
+    )
+    out = sp.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON (times in epoch milliseconds)")
+    out.add_argument("--csv", action="store_true", help="print CSV, one row per queue or structure and alert type")
+    out.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML page with plots to FILE (needs matplotlib: pip install 'qmon[report]')",
+    )
+    sp.set_defaults(func=cmd_report)
+
     sp = sub.add_parser("metrics", help="a Prometheus exporter of qmon's outputs and the job's health")
     common(sp)
     sp.add_argument("--port", type=int, default=9464, help="HTTP port of /metrics (default 9464)")
@@ -610,6 +781,13 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"qmon: checkpoint error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from qmon.connectors.registry import RegistryError
+
+        if not isinstance(exc, RegistryError):
+            raise
+        print(f"qmon: schema registry: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -203,7 +203,8 @@ def records_page() -> str:
     out.append(
         "Every topic's name can carry a prefix (`kafka.topic_prefix`: `qmon.activity` becomes "
         "`<prefix>.activity`). Records are Avro, plain or in Confluent's wire format (its 5-byte header is "
-        "skipped). `qmon.mq.trace` carries IBM MQ activity trace messages (PCF bytes), not Avro.\n\n"
+        "skipped; with `kafka.schema_registry_url`, the record is read with the schema its id names, and qmon "
+        "writes its outputs with the ids of its schemas: see the Schema Registry guide). `qmon.mq.trace` carries IBM MQ activity trace messages (PCF bytes), not Avro.\n\n"
     )
     out.append("| topic | record | direction |\n|---|---|---|\n")
     for topic, record in topics.RECORD_OF.items():

@@ -23,6 +23,17 @@ REASONS: dict[str, tuple[int, str]] = {
     "QMON_INVALID_COMMAND": (65542, "the MQSC command is unknown or invalid (the reply names the keyword)"),
     "QMON_UNKNOWN_RECORD": (65543, "a replay input line is neither activity, a command nor journal status"),
     "QMON_BAD_PCF": (65544, "an MQ activity trace message is not PCF activity trace, or is cut short"),
+    "QMON_UNKNOWN_SCHEMA": (
+        65545,
+        "the value's Confluent header names a schema id the schema registry does not know (the error names the "
+        "id and the registry)",
+    ),
+    "QMON_SCHEMA_MISMATCH": (
+        65546,
+        "the value was written with a registered schema that does not resolve into the topic's record (a field "
+        "qmon requires that the writer lacks and has no default, a type qmon cannot read it as), or that is not "
+        "Avro (the error names each problem)",
+    ),
 }
 
 CODE = {name: code for name, (code, _) in REASONS.items()}

@@ -140,3 +140,60 @@ def test_clear_margin_must_be_below_fullthreshold():
 
     with pytest.raises(ValueError, match="clear_margin"):
         Config.model_validate({"structures": [{"strname": "S1", "size": 10, "fullthreshold": 5}]})
+
+
+def test_a_schema_registry_is_given_by_its_base_url_and_optional_login(tmp_path):
+    cfg = load_config(
+        write(
+            tmp_path,
+            "kafka:\n  schema_registry_url: ' https://registry.example.com:8081/apis/ccompat/v7/ '\n"
+            "  schema_registry_username: qmon\n  schema_registry_password: hunter2\n",
+        )
+    )
+    assert cfg.kafka.schema_registry_url == "https://registry.example.com:8081/apis/ccompat/v7"
+    assert cfg.kafka.schema_registry_username == "qmon"
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg.model_dump())
+    assert load_config(None).kafka.schema_registry_url is None
+
+
+@pytest.mark.parametrize(
+    "text,line,key,fragment",
+    [
+        (
+            "kafka:\n  schema_registry_url: registry:8081\n",
+            2,
+            "kafka.schema_registry_url",
+            "not an http:// or https://",
+        ),
+        ("kafka:\n  schema_registry_url: ftp://registry/\n", 2, "kafka.schema_registry_url", "http://"),
+        ("kafka:\n  schema_registry_url: http://:8081/\n", 2, "kafka.schema_registry_url", "with a host"),
+        ("kafka:\n  schema_registry_url: http://r:port/\n", 2, "kafka.schema_registry_url", "is not a URL"),
+        (
+            "kafka:\n  schema_registry_url: https://qmon:hunter2@registry/\n",
+            2,
+            "kafka.schema_registry_url",
+            "give them as kafka.schema_registry_username",
+        ),
+        ("kafka:\n  schema_registry_url: http://registry/?x=1\n", 2, "kafka.schema_registry_url", "query"),
+        (
+            "kafka:\n  schema_registry_url: http://registry/\n  schema_registry_username: qmon\n",
+            1,
+            "kafka",
+            "give both or neither",
+        ),
+        (
+            "kafka:\n  schema_registry_username: qmon\n  schema_registry_password: pw\n",
+            1,
+            "kafka",
+            "kafka.schema_registry_url is not",
+        ),
+    ],
+)
+def test_schema_registry_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"{path}: line {line}: {key}:" in message, message
+    assert fragment in message
+    assert "hunter2" not in message

@@ -64,6 +64,8 @@ class Snapshot(TypedDict, total=False):
     overflow_used_elements: int | None
     overflow_mode: bool | None
     queues_in_overflow: int | None
+    ovflwmax: int | None
+    fullthreshold: int | None
     ovflwmax_eta: int | None
     full_eta: int | None
     overflow_full_eta: int | None

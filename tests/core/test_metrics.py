@@ -1,5 +1,7 @@
 """The exporter's model (qmon.core.metrics): output records -> metric families, series that come and go."""
 
+from datetime import UTC, datetime
+
 from qmon.core import topics
 from qmon.core.metrics import BATCH_BUCKETS, Metrics
 
@@ -18,10 +20,23 @@ def test_queue_depth_comes_from_snapshots_and_goes_when_the_shard_forgets_the_qu
     m.on_record(topics.PERFORMANCE, {"qmgr": "QM1", "queue": "B", "type": "QSVCINT_HIGH", "service_time_ms": 7500})
     assert samples(m, "qmon_queue_depth") == {("QM1", "A"): 3.0, ("QM1", "B"): 0.0}
     assert samples(m, "qmon_queue_service_time_seconds") == {("QM1", "B"): 7.5}
-    assert samples(m, "qmon_queue_events") == {("QM1", "B", "QSVCINT_HIGH"): 1.0}
+    assert samples(m, "qmon_queue_service_interval_seconds") == {}  # (an event without service_interval_ms)
+    m.on_record(
+        topics.PERFORMANCE,
+        {"qmgr": "QM1", "queue": "B", "type": "QSVCINT_OK", "service_time_ms": 500, "service_interval_ms": 2000},
+    )
+    m.on_record(topics.PERFORMANCE, {"qmgr": "QM1", "queue": "B", "type": "QDEPTH_HIGH", "service_interval_ms": None})
+    assert samples(m, "qmon_queue_service_time_seconds") == {("QM1", "B"): 0.5}
+    assert samples(m, "qmon_queue_service_interval_seconds") == {("QM1", "B"): 2.0}
+    assert samples(m, "qmon_queue_events") == {
+        ("QM1", "B", "QSVCINT_HIGH"): 1.0,
+        ("QM1", "B", "QSVCINT_OK"): 1.0,
+        ("QM1", "B", "QDEPTH_HIGH"): 1.0,
+    }
     m.on_record(topics.SNAPSHOT, {"qmgr": "QM1", "queues": [], "forgotten": ["B"]})
     assert samples(m, "qmon_queue_depth") == {("QM1", "A"): 3.0}
     assert samples(m, "qmon_queue_service_time_seconds") == {}
+    assert samples(m, "qmon_queue_service_interval_seconds") == {}
     assert samples(m, "qmon_queue_events") == {}
 
 
@@ -84,6 +99,48 @@ def test_structure_gauges_primary_and_overflow_structure_under_its_own_name():
     assert samples(m, "qmon_structure_size_bytes") == {("MSGQ1",): 204800.0, ("OVFQ1",): 102400.0}
     assert samples(m, "qmon_structure_overflow_mode") == {("MSGQ1",): 1.0}
     assert samples(m, "qmon_structure_queues_in_overflow") == {("MSGQ1",): 2.0}
+    # a snapshot written without thresholds or forecasts (a schema without the fields): none of those series
+    for name in (
+        "qmon_structure_ovflwmax_ratio",
+        "qmon_structure_fullthreshold_ratio",
+        "qmon_structure_ovflwmax_eta_timestamp_seconds",
+        "qmon_structure_full_eta_timestamp_seconds",
+    ):
+        assert samples(m, name) == {}, name
+
+
+def test_a_structure_s_thresholds_and_the_instants_its_trend_reaches_them():
+    """OVFLWMAX and FULLTHRESHOLD as ratios beside usage; qmon's forecasts (the snapshot's etas, Avro-decoded as
+    datetimes) as Unix times, the overflow structure's full under its own name; a null eta is no sample."""
+    m = Metrics()
+    snapshot = {
+        "structure": "MSGQ1",
+        "size_kb": 200,
+        "capacity_elements": 400,
+        "used_elements": 200,
+        "overflow_structure": "OVFQ1",
+        "overflow_size_kb": 100,
+        "overflow_capacity_elements": 200,
+        "overflow_used_elements": 0,
+        "ovflwmax": 70,
+        "fullthreshold": 85,
+        "ovflwmax_eta": 1_700_000_700_000,
+        "full_eta": datetime(2023, 11, 14, 22, 25, tzinfo=UTC),
+        "overflow_full_eta": 1_700_003_000_500,
+    }
+    m.on_record(topics.SNAPSHOT, snapshot)
+    assert samples(m, "qmon_structure_ovflwmax_ratio") == {("MSGQ1",): 0.7}
+    assert samples(m, "qmon_structure_fullthreshold_ratio") == {("MSGQ1",): 0.85}
+    assert samples(m, "qmon_structure_ovflwmax_eta_timestamp_seconds") == {("MSGQ1",): 1_700_000_700.0}
+    assert samples(m, "qmon_structure_full_eta_timestamp_seconds") == {
+        ("MSGQ1",): 1_700_000_700.0,
+        ("OVFQ1",): 1_700_003_000.5,
+    }
+    # no longer heading there, and a resource structure (no OVFLWMAX): the series go with the next snapshot
+    m.on_record(topics.SNAPSHOT, {**snapshot, "ovflwmax": None, "ovflwmax_eta": None, "overflow_full_eta": None})
+    assert samples(m, "qmon_structure_ovflwmax_ratio") == {}
+    assert samples(m, "qmon_structure_ovflwmax_eta_timestamp_seconds") == {}
+    assert samples(m, "qmon_structure_full_eta_timestamp_seconds") == {("MSGQ1",): 1_700_000_700.0}
 
 
 def alert(aid, state, type_="QUEUE_STALLED", subject="PAYROLL"):
@@ -100,6 +157,29 @@ def test_an_alert_is_firing_until_every_episode_of_it_is_resolved():
     assert samples(m, "qmon_alerts_firing") == {}
     m.on_record(topics.ALERTS, alert("a3", "INFO", "STRUCTURE_UNKNOWN", "X"))
     assert samples(m, "qmon_alerts_firing") == {}
+
+
+def test_a_firing_queue_fill_forecast_gives_its_queue_s_eta_until_it_resolves():
+    """The earliest eta of the queue's FIRING QUEUE_FILL_FORECAST episodes (QDEPTHHI comes before MAXDEPTH);
+    a RESOLVED record carries none, and ends its episode's."""
+
+    def forecast(aid, state, eta=None, queue="PAYROLL.IN"):
+        return {**alert(aid, state, "QUEUE_FILL_FORECAST", queue), "qmgr": "QM1", "queue": queue, "eta": eta}
+
+    m = Metrics()
+    m.on_record(topics.ALERTS, forecast("max", "FIRING", datetime(2023, 11, 14, 22, 30, tzinfo=UTC)))
+    m.on_record(topics.ALERTS, forecast("high", "FIRING", 1_700_000_400_000))
+    m.on_record(topics.ALERTS, forecast("other", "FIRING", 1_700_000_900_000, queue="B"))
+    m.on_record(topics.ALERTS, {**alert("s", "FIRING", "STRUCTURE_FILL_FORECAST", "MSGQ1"), "eta": 1_700_000_500_000})
+    assert samples(m, "qmon_queue_fill_eta_timestamp_seconds") == {
+        ("QM1", "PAYROLL.IN"): 1_700_000_400.0,
+        ("QM1", "B"): 1_700_000_900.0,
+    }
+    m.on_record(topics.ALERTS, forecast("high", "RESOLVED"))
+    m.on_record(topics.ALERTS, forecast("other", "RESOLVED"))
+    assert samples(m, "qmon_queue_fill_eta_timestamp_seconds") == {("QM1", "PAYROLL.IN"): 1_700_001_000.0}
+    m.on_record(topics.ALERTS, forecast("max", "RESOLVED"))
+    assert samples(m, "qmon_queue_fill_eta_timestamp_seconds") == {}
 
 
 def dead(name, origin="qmon.activity"):

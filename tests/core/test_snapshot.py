@@ -112,10 +112,21 @@ def test_a_structure_publishes_its_usage_and_overflow():
     assert (r["size_kb"], r["capacity_elements"], r["used_elements"]) == (10, 20, 3)
     assert (r["overflow_structure"], r["overflow_size_kb"], r["overflow_capacity_elements"]) == ("OVFQ1", 20, 40)
     assert (r["overflow_used_elements"], r["overflow_mode"], r["queues_in_overflow"]) == (0, False, 0)
+    assert (r["ovflwmax"], r["fullthreshold"]) == (70, 80)  # the definition's (CQS's defaults here)
+    back = avro.decode("Snapshot", avro.encode("Snapshot", r))
+    assert (back["ovflwmax"], back["fullthreshold"]) == (70, 80)
     state = dict(mon.state)
     state["queues"] = Lazy(dict(mon.state["queues"].items()), lambda q: q)
     mon = StructureMonitor("MSGQ1", mon.settings, state)  # the next batch, no queue used
     assert mon.snapshot(T + 20_000) == []  # unchanged since
+
+
+def test_a_resource_structure_s_snapshot_has_no_ovflwmax():
+    d = StructureDef("RSRC1", size=10, resource=True, fullthreshold=90)
+    mon = StructureMonitor("RSRC1", StructureSettings((d,), snapshot_interval_ms=10_000))
+    mon.on_activity(Activity("e0", "IMSA", "APP.Q1", "PUT", T, msg_bytes=512, clock=T))
+    (snap,) = mon.snapshot(T)
+    assert (snap.record["ovflwmax"], snap.record["fullthreshold"]) == (None, 90)
 
 
 def test_a_structure_s_snapshot_says_when_its_trend_reaches_its_thresholds():

@@ -199,6 +199,8 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring, FillForec
             "overflow_mode": in_mode,
             # approved queues exist only in overflow mode (its end clears them): no need to decode them all
             "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
+            "ovflwmax": None if d.resource else d.ovflwmax,  # resource structures have no overflow function
+            "fullthreshold": d.fullthreshold,
         }
         etas = self.outlook()
         record["ovflwmax_eta"], record["full_eta"] = etas["OVFLWMAX"], etas["FULL"]

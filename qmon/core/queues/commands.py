@@ -7,7 +7,7 @@ from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.interest import listing, work_available
 from qmon.core.interest import matches as _interest_match
-from qmon.core.mqsc import Command, canonical, split_part
+from qmon.core.mqsc import QSGDISP, Command, canonical, split_part
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
 from qmon.core.records import Emit
@@ -37,12 +37,12 @@ class Commands(ShardBase):
                     message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
                 else:
                     attrs = self.settings.attrs_for(name)
-                    attrs.update({k: v for k, v in cmd.attrs.items() if k != "REPLACE"})
+                    attrs.update({k: v for k, v in cmd.attrs.items() if k not in ("REPLACE", QSGDISP)})
                     q["attrs"] = attrs
                     q["defined"] = True
                     message = f"AMQ8006I: IBM MQ queue {name} created."
             else:
-                q["attrs"].update(cmd.attrs)
+                q["attrs"].update({k: v for k, v in cmd.attrs.items() if k != QSGDISP})
                 message = f"AMQ8008I: IBM MQ queue {name} changed."
                 if not known:
                     message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"

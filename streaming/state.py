@@ -95,8 +95,28 @@ QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
         "lput",
         "lget",
     ),
+    5: (  # a shared queue, in its queue-sharing group's shard: shape 4 and the member of its latest record
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+        "unseen",
+        "puts",
+        "lput",
+        "lget",
+        "by",
+    ),
 }
-#: a queue's ``attrs`` (shapes 1, 3 and 4), by position too when they are exactly these
+#: a queue's ``attrs`` (shapes 1, 3, 4 and 5), by position too when they are exactly these
 #: (``qmon.core.queues.MQ_DEFAULTS``)
 ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
 _SHAPE_IDS = {fields: sid for sid, fields in QUEUE_SHAPES.items()}

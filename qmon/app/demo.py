@@ -138,9 +138,11 @@ class View:
                 shown = str(record["type"])
                 if service is not None:
                     shown += f"  service {service / 1000:.1f} s of {record['service_interval_ms'] / 1000:.1f} s"
-                self.service[f"{record['qmgr']}/{record['queue']}"] = shown
+                self.service[f"{record.get('qsg') or record['qmgr']}/{record['queue']}"] = shown
             elif topic == topics.ALERTS and record.get("type") == "QUEUE_STALLED":
-                self.service[f"{record['qmgr']}/{record['subject']}"] = f"STALLED {record['state']}"
+                self.service[f"{record.get('qsg') or record['qmgr']}/{record['subject']}"] = (
+                    f"STALLED {record['state']}"
+                )
             self.latest.append(text)
 
     def _snapshot(self, rec: Snapshot) -> None:

@@ -32,20 +32,26 @@ def severity(topic: str, r: dict[str, Any]) -> str:
     return "INFO"
 
 
+def _queue(r: dict[str, Any], queue: str) -> str:
+    """A record's queue as a line shows it: ``QM1/Q``; a shared queue's ``QSG1/Q (QM2)``, its group and the member
+    that raised the record."""
+    if r.get("qsg"):
+        return f"{r['qsg']}/{queue} ({r['qmgr']})"
+    return f"{r['qmgr']}/{queue}"
+
+
 def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
     sev = severity(topic, r)
     if topic == topics.PERFORMANCE:
         text = (
-            f"{r['type']:<13} {r['qmgr']}/{r['queue']} reason {r['reason_code']} {r['reason']} "
+            f"{r['type']:<13} {_queue(r, r['queue'])} reason {r['reason_code']} {r['reason']} "
             f"enq={r['msg_enq_count']} deq={r['msg_deq_count']} high={r['high_q_depth']} "
             f"since_reset={r['time_since_reset']}s"
         )
         if r.get("service_time_ms") is not None:
             text += f" service={r['service_time_ms']}ms/{r['service_interval_ms']}ms"
     elif topic == topics.ALERTS:
-        subject = (
-            r["subject"] if r["subject_kind"] == "STRUCTURE" or not r.get("qmgr") else f"{r['qmgr']}/{r['subject']}"
-        )
+        subject = r["subject"] if r["subject_kind"] == "STRUCTURE" or not r.get("qmgr") else _queue(r, r["subject"])
         text = f"{r['type']} {r['state']} {subject}"
         if r.get("usage_after_pct") is not None:
             text += f" usage {r.get('usage_before_pct') or 0:.1f}%->{r['usage_after_pct']:.1f}%"

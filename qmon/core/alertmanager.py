@@ -33,7 +33,7 @@ def _iso(ms: int) -> str:
 
 def labels_of(rec: dict[str, Any]) -> dict[str, str]:
     labels = {"alertname": rec["type"], "severity": str(rec["severity"]).lower(), "alert_id": rec["alert_id"]}
-    for name in ("qmgr", "queue", "structure"):
+    for name in ("qmgr", "qsg", "queue", "structure"):
         if rec.get(name):
             labels[name] = str(rec[name])
     return labels

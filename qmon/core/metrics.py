@@ -141,7 +141,8 @@ class Metrics:
             del self.events[key]
 
     def _performance(self, rec: dict[str, Any]) -> None:
-        key = (rec["qmgr"], rec["queue"])
+        # a shared queue's under its queue-sharing group's name, as its snapshots give its depth
+        key = (rec.get("qsg") or rec["qmgr"], rec["queue"])
         self.events[(*key, rec["type"])] += 1
         if rec["type"].startswith("QSVCINT") and rec.get("service_time_ms") is not None:
             self.service_time[key] = rec["service_time_ms"] / 1000.0

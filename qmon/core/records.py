@@ -51,7 +51,8 @@ class Snapshot(TypedDict, total=False):
 
     event_id: str
     ts: Any  # epoch ms as written; a datetime once Avro-decoded
-    qmgr: str | None
+    qmgr: str | None  # a queue shard's queue manager, or a queue-sharing group's name for its shared queues
+    qsg: str | None  # a queue-sharing group's shard: the group's name (its shared queues), else None
     queues: list[QueueSnapshot]
     forgotten: list[str]
     structure: str | None
@@ -75,7 +76,9 @@ class SubjectKind(StrEnum):
     """What an alert is about (the ``subject_kind`` field of an Alert record)."""
 
     STRUCTURE = "STRUCTURE"  # a CF structure (subject: STRNAME)
-    QUEUE = "QUEUE"  # a queue of a queue manager (subject: the queue name; qmgr: its queue manager)
+    # a queue of a queue manager (subject: the queue name; qmgr: its queue manager), or a shared queue of a
+    # queue-sharing group (qsg: the group; qmgr: the member whose operation raised the alert)
+    QUEUE = "QUEUE"
     JOURNAL = "JOURNAL"  # an IBM i journal (subject: LIB/AMQxJRN; qmgr: its queue manager)
 
 
@@ -96,10 +99,12 @@ def alert(
     qmgr: str | None = None,
     message: str | None = None,
     eta: int | None = None,
+    qsg: str | None = None,
     **numbers: Any,
 ) -> dict[str, Any]:
     """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after; ``eta``: the instant
-    a FIRING forecast predicts."""
+    a FIRING forecast predicts; ``qsg``: the queue-sharing group of a shared queue (``qmgr`` then names the
+    member)."""
     return {
         "event_id": eid,
         "type": type_,
@@ -120,6 +125,7 @@ def alert(
         "summary": summary,
         "action": action,
         "eta": eta,
+        "qsg": qsg,
     }
 
 

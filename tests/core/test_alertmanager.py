@@ -120,3 +120,32 @@ def test_a_structure_fill_forecast_pages_with_its_eta_and_runbook_and_its_resolv
 def test_only_a_forecast_has_an_eta():
     (a,) = AlertBook().on_alert(structure_full("FIRING", T) | {"eta": None}, T)
     assert "eta" not in a["annotations"]
+
+
+def test_a_shared_queue_s_alert_carries_its_group_and_resolves_with_its_firing_labels():
+    """A shared queue's alert names its queue-sharing group (label qsg) beside the member; the RESOLVED, naming
+    another member, is sent with the FIRING's labels, so Alertmanager ends the same alert."""
+    stalled = {
+        "alert_id": "s1",
+        "state": "FIRING",
+        "type": "QUEUE_STALLED",
+        "severity": "WARNING",
+        "queue": "PAY.IN",
+        "qmgr": "QM1",
+        "qsg": "QSG1",
+        "ts": T,
+        "summary": "Shared queue PAY.IN of queue-sharing group QSG1 has not been served",
+        "action": "Check its consumers",
+    }
+    book = AlertBook()
+    (firing,) = book.on_alert(stalled, T)
+    assert firing["labels"] == {
+        "alertname": "QUEUE_STALLED",
+        "severity": "warning",
+        "alert_id": "s1",
+        "qmgr": "QM1",
+        "qsg": "QSG1",
+        "queue": "PAY.IN",
+    }
+    (resolved,) = book.on_alert({**stalled, "state": "RESOLVED", "severity": "INFO", "qmgr": "QM2"}, T + 1)
+    assert resolved["labels"] == firing["labels"]

@@ -291,3 +291,17 @@ def test_a_spark_progress_report_becomes_a_query_progress_record():
     assert samples(m, "qmon_input_lag_records") == {("qmon.activity", "0"): 5.0, ("qmon.activity", "1"): 0.0}
     assert samples(m, "qmon_input_records") == {("qmon.activity",): 30.0}
     assert samples(m, "qmon_late_records") == {(): 3.0}
+
+
+def test_a_shared_queue_s_series_are_under_its_group_whichever_member_raised_its_events():
+    """A queue-sharing group's snapshot names the group as its qmgr; the events of its shared queue, each naming
+    the member that raised it, count under the group too, and go with the queue."""
+    m = Metrics()
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QSG1", "qsg": "QSG1", "queues": [{"queue": "PAY.IN", "depth": 2}]})
+    for qmgr in ("QM1", "QM2"):
+        rec = {"qmgr": qmgr, "qsg": "QSG1", "queue": "PAY.IN", "type": "QSVCINT_HIGH", "service_time_ms": 2000}
+        m.on_record(topics.PERFORMANCE, rec)
+    assert samples(m, "qmon_queue_depth") == {("QSG1", "PAY.IN"): 2.0}
+    assert samples(m, "qmon_queue_events") == {("QSG1", "PAY.IN", "QSVCINT_HIGH"): 2.0}
+    m.on_record(topics.SNAPSHOT, {"qmgr": "QSG1", "qsg": "QSG1", "queues": [], "forgotten": ["PAY.IN"]})
+    assert samples(m, "qmon_queue_events") == {} and samples(m, "qmon_queue_service_time_seconds") == {}

@@ -23,6 +23,7 @@ from qmon.core.config import Config
 from qmon.core.mqsc import parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueDefaults, QueueMonitor
 from qmon.core.reasons import MQRC_Q_FULL
+from qmon.core.sharing import QueueSharingGroup, Sharing
 from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
 from tests.streams import STRUCTURE_CONFIG, activity, random_stream, random_structure_stream
@@ -200,14 +201,17 @@ QUEUE_SETTINGS = MonitorSettings(
         QueueDefaults("Q2*", {"QSVCIEV": "OK", "QSVCINT": 400, "QDPLOEV": True, "QDEPTHLO": 30, "MAXDEPTH": 10}),
     ),
     stall_clear_hold_ms=2_000,
+    sharing=Sharing((QueueSharingGroup("QSG1", ("QM1", "QM2"), ("*",)),)),
 )
 
 
-def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
+def _queue_records(rng: random.Random, n: int, members: tuple[str, ...] = ("QM1",)) -> list[dict[str, Any]]:
     """Puts, gets, STARTs, failed puts (MQRC_Q_FULL among them) and gets, depths given or not, commands (queue and
-    depth attributes, PERFMEV, RESET QSTATS, interest) between them; no arrival clock on some."""
+    depth attributes, PERFMEV, RESET QSTATS, interest) between them; no arrival clock on some.  ``members``:
+    the queue managers the records and commands name, at random (a queue-sharing group's members)."""
     records = random_stream(rng, "QM1", n=n, queues=7)
     for r in records:
+        r["qmgr"] = rng.choice(members)
         if "command" in r:
             continue
         r["queue"] = rng.choice(["Q10", "Q11", "Q20", "Q21", "Q3", r["queue"]])
@@ -221,13 +225,16 @@ def _queue_records(rng: random.Random, n: int) -> list[dict[str, Any]]:
     return records
 
 
-def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> tuple[list[Any], Any, int]:
-    """A shard over the batches, stored and loaded between them.  A batch of activity only goes, when
-    ``batched``, to ``on_activities`` (as the operator does); any other batch record by record."""
+def _apply_queue_batches(
+    batches: list[list[dict[str, Any]]], batched: bool, shard: str = "QM1"
+) -> tuple[list[Any], Any, int]:
+    """A shard of ``shard`` (a queue manager, or a queue-sharing group) over the batches, stored and loaded between
+    them.  A batch of activity only goes, when ``batched``, to ``on_activities`` (as the operator does); any other
+    batch record by record."""
     out: list[Any] = []
     blob, calls = None, 0
     for batch in batches:
-        mon = QueueMonitor("QM1", QUEUE_SETTINGS, stored.loads(blob) if blob else None, stored.load_queue)
+        mon = QueueMonitor(shard, QUEUE_SETTINGS, stored.loads(blob) if blob else None, stored.load_queue)
         recs: list[Any] = [
             r if "command" in r else activity(r, i)._replace(clock=r["clock"]) for i, r in enumerate(batch)
         ]
@@ -240,7 +247,7 @@ def _apply_queue_batches(batches: list[list[dict[str, Any]]], batched: bool) -> 
             for r in recs:
                 if isinstance(r, dict):
                     cmd = parse_command(split_script(r["command"])[0])
-                    out.extend(e.record for e in mon.on_command(cmd, r["ts"], r["command_id"], True))
+                    out.extend(e.record for e in mon.on_command(cmd, r["ts"], r["command_id"], True, r["qmgr"]))
                 else:
                     out.extend(e.record for e in mon.on_activity(r))
                     calls += 1
@@ -275,6 +282,18 @@ def test_a_queue_shards_on_activities_gives_the_outputs_and_state_of_the_rules_r
     with patch.object(message_runs, "MAX_RUNS", runs):
         rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False)
         out, state, _ = _apply_queue_batches(batches, batched=True)
+    assert out == rules_out
+    assert state == rules_state
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300))
+def test_a_shared_queues_shard_on_activities_gives_the_outputs_and_state_of_the_rules_record_by_record(seed, n):
+    """A queue-sharing group's shard: its members' puts, gets and commands mixed, each member's PERFMEV its own."""
+    rng = random.Random(seed)
+    batches = _cut(_queue_records(rng, n, ("QM1", "QM2")), rng)
+    rules_out, rules_state, _ = _apply_queue_batches(batches, batched=False, shard="QSG1")
+    out, state, _ = _apply_queue_batches(batches, batched=True, shard="QSG1")
     assert out == rules_out
     assert state == rules_state
 

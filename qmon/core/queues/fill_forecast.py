@@ -37,7 +37,7 @@ class FillForecast(ShardBase):
         if depth < maxdepth:
             out.append(Target("MAXDEPTH", 0, maxdepth))
         high = -(-a["QDEPTHHI"] * maxdepth // 100)  # the least depth at or above QDEPTHHI %
-        if self.perfmev == "ENABLED" and a["QDPHIEV"] and depth < high:
+        if self._perfmev(q) == "ENABLED" and a["QDPHIEV"] and depth < high:
             out.append(Target("QDEPTHHI", 0, high))
         return out
 
@@ -127,12 +127,14 @@ class FillForecast(ShardBase):
             goal = f"QDEPTHHI {a['QDEPTHHI']} % ({plural(-(-a['QDEPTHHI'] * a['MAXDEPTH'] // 100), 'message')})"
             then = "when MQ raises a Queue Depth High event (MQRC_Q_DEPTH_HIGH, 2224)"
             takes_over = "the Queue Depth High event (QDEPTH_HIGH) takes over"
-        holds = f"Queue {queue} on {self.qmgr} holds {plural(depth, 'message')}"
+        holds = f"{self._about(queue)} holds {plural(depth, 'message')}"
+        qmgr, qsg = self._named(q)
         message, eta = None, None
         if d.state == "FIRING":
             assert d.trend is not None and d.eta is not None
             rate = _per_minute(d.trend.per_minute)
-            message = f"{queue} on {self.qmgr} reaches {goal} {within(d.eta - d.at)} at {rate} a minute"
+            where = f"on {self.qmgr}" if qsg is None else f"of {qsg}"
+            message = f"{queue} {where} reaches {goal} {within(d.eta - d.at)} at {rate} a minute"
             summary = (
                 f"{holds} and has been growing {rate} a minute over the last "
                 f"{minutes(self.settings.forecast.horizon_ms)} (confidence {d.trend.confidence:.2f}): at that "
@@ -167,7 +169,8 @@ class FillForecast(ShardBase):
             subject_kind=SubjectKind.QUEUE,
             subject=queue,
             queue=queue,
-            qmgr=self.qmgr,
+            qmgr=qmgr,
+            qsg=qsg,
             ts=d.at,
             message=message,
             summary=summary,

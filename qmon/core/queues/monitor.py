@@ -20,7 +20,8 @@ class QueueMonitor(ServiceInterval, StallAlert, FillForecast, Commands, Retentio
     """The per-queue rules for one shard of one queue manager."""
 
     def on_activity(self, rec: Activity) -> list[Emit]:
-        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``)."""
+        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``); in a
+        queue-sharing group's shard, of any member (``rec.qmgr``)."""
         q = self._queue(rec.queue, rec.ts)
         if rec.ts > q["last_ts"]:
             q["last_ts"] = rec.ts
@@ -31,6 +32,8 @@ class QueueMonitor(ServiceInterval, StallAlert, FillForecast, Commands, Retentio
         # first, so the output does not depend on where micro-batches happen to split.
         out = self._catch_up_stall(rec.queue, q, rec.ts)
         out.extend(self._forecast(rec.queue, q, rec.ts, rec.event_id))
+        if self.qsg is not None:  # a shared queue: from here on, the member's operation
+            q["by"] = rec.qmgr
         out.extend(self._service_interval(rec, q, clock))
         out.extend(self._forecast_reached(rec, q, clock))
         return out

@@ -27,15 +27,20 @@ class ServiceInterval(ShardBase):
         and last put or get (``status``); such a record is applied here, every condition decided before anything
         changes (but the sample, which ``on_activity`` would take first all the same), and any other goes to
         ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
-        PERFMEV, the interest registered or the forecast's settings, so they are read once."""
+        PERFMEV, the interest registered or the forecast's settings, so they are read once (a shared queue's
+        PERFMEV, its members', for each record: ``_perfmev``)."""
         out: list[tuple[Activity, list[Emit]]] = []
         queues, on_activity = self.queues, self.on_activity
-        enabled = self.perfmev == "ENABLED"
+        enabled = was_enabled = self.perfmev == "ENABLED"
+        shared = self.qsg is not None
         interest = bool(self.state.get("interest"))
         step = self.settings.forecast.step_ms
         for rec in recs:
             q = queues.get(rec.queue)
             if q is not None and q["stall_alert_id"] is None:
+                if shared:  # a shared queue's PERFMEV: the previous operation's member's, then this one's
+                    was_enabled = self.member_perfmev(q.get("by")) == "ENABLED"
+                    enabled = self.member_perfmev(rec.qmgr) == "ENABLED"
                 ts, a, start, depth, op = rec.ts, q["attrs"], q["svc_timer_start"], q["depth"], rec.op
                 interval, iev = a["QSVCINT"], a["QSVCIEV"]
                 quiet, fc = False, q["fc"]
@@ -44,7 +49,7 @@ class ServiceInterval(ShardBase):
                     and (fc["on"] or fc["step"] != step or (ts >= fc["at"] and not self._forecast_quiet(q, ts)))
                 ):
                     pass  # a forecast fires, has a sample to judge, or starts or stops (``_forecast``)
-                elif start is not None and depth > 0 and enabled and iev != "NONE" and ts - start > interval:
+                elif start is not None and depth > 0 and was_enabled and iev != "NONE" and ts - start > interval:
                     pass  # a stall event time has passed (``_catch_up_stall``)
                 elif rec.reason is not None:  # a failed put or get changes nothing (unless it says Q_FULL)
                     quiet = op != "START" and not (
@@ -87,6 +92,8 @@ class ServiceInterval(ShardBase):
                         q["last_ts"] = ts
                     if q["reset_ts"] is None:
                         q["reset_ts"] = ts
+                    if shared:
+                        q["by"] = rec.qmgr
                     continue
             if emits := on_activity(rec):
                 out.append((rec, emits))
@@ -96,7 +103,7 @@ class ServiceInterval(ShardBase):
         """The service timer, statistics and performance events of ``rec`` on its queue ``q`` (``clock``: its
         arrival clock, or its ts)."""
         out: list[Emit] = []
-        enabled = self.perfmev == "ENABLED"
+        enabled = self._perfmev(q) == "ENABLED"
         a = q["attrs"]
         if rec.op == "START":
             was_empty = q["depth"] == 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qmon.core.forecaster import ForecastSettings
+from qmon.core.sharing import Sharing
 
 #: MQ's defaults for the attributes qmon models (IBM MQ, *DEFINE queues*).
 MQ_DEFAULTS: dict[str, Any] = {
@@ -43,6 +44,7 @@ class MonitorSettings:
     stall_clear_hold_ms: int = 30_000  # a stall resolves once the queue has been served in time this long
     snapshot_interval_ms: int = 0  # at most one snapshot per shard this often (arrival clock); 0: none
     forecast: ForecastSettings = field(default_factory=ForecastSettings)  # QUEUE_FILL_FORECAST
+    sharing: Sharing = field(default_factory=Sharing)  # queue-sharing groups and their shared queues
 
     def attrs_for(self, queue: str) -> dict[str, Any]:
         attrs = dict(MQ_DEFAULTS)

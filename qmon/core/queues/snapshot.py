@@ -53,6 +53,7 @@ class Snapshots(ShardBase):
                 for n, q in zip(names, queues, strict=True)
             ],
             "forgotten": list(snap["gone"]),
+            "qsg": self.qsg,
         }
         snap.update(at=clock, dirty=[], gone=[])
         return [Emit(topics.SNAPSHOT, self.qmgr, dict(record))]

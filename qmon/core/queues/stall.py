@@ -22,7 +22,7 @@ class StallAlert(ShardBase):
         return (
             q["svc_timer_start"] is not None
             and q["depth"] > 0
-            and self.perfmev == "ENABLED"
+            and self._perfmev(q) == "ENABLED"
             and q["attrs"]["QSVCIEV"] != "NONE"
             and q["stall_alert_id"] is None
         )
@@ -67,6 +67,8 @@ class StallAlert(ShardBase):
         deadline = start + interval
         alert_id = event_id("stall", self.qmgr, queue, start)
         q["stall_alert_id"] = alert_id
+        qmgr, qsg = self._named(q)
+        every = "" if qsg is None else " CMDSCOPE(*)"  # (a shared queue: its handles on every member)
         record = _alert(
             event_id("stall-firing", alert_id),
             "QUEUE_STALLED",
@@ -76,16 +78,17 @@ class StallAlert(ShardBase):
             subject_kind=SubjectKind.QUEUE,
             subject=queue,
             queue=queue,
-            qmgr=self.qmgr,
+            qmgr=qmgr,
+            qsg=qsg,
             ts=deadline,
             summary=(
-                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been served for more "
+                f"{self._about(queue)} holds {_plural(q['depth'], 'message')} and has not been served for more "
                 f"than its service interval of {interval} ms (service timer running since {_iso(start)}). "
                 f"{_status(q, deadline)} MQ raises no event until the next put or get."
             ),
             action=(
                 f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
-                "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."
+                f"TYPE(HANDLE){every} shows who has it open for input); restart it or add consumers."
             ),
         )
         return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
@@ -96,6 +99,7 @@ class StallAlert(ShardBase):
         if alert_id is None:
             return []
         q["stall_alert_id"] = None
+        qmgr, qsg = self._named(q)
         record = _alert(
             event_id("stall-resolved", alert_id),
             "QUEUE_STALLED",
@@ -105,9 +109,10 @@ class StallAlert(ShardBase):
             subject_kind=SubjectKind.QUEUE,
             subject=queue,
             queue=queue,
-            qmgr=self.qmgr,
+            qmgr=qmgr,
+            qsg=qsg,
             ts=ts,
-            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
+            summary=f"{self._about(queue)} is being served again: {why} (at {_iso(ts)}).",
             action="None.",
         )
         return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]

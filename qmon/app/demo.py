@@ -363,6 +363,7 @@ def demo(
             "qmon-demo",
             shuffle_partitions=config.job.shuffle_partitions,
             checkpoint_fs=config.job.checkpoint_fs,
+            settings=config.spark_settings(),
         )
         say("starting the qmon job; waiting for its first micro-batch to answer the set-up commands")
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))

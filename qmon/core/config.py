@@ -513,6 +513,14 @@ class MqTraceConfig(_Model):
         return (self.encoding, self.timezone)
 
 
+#: Spark settings qmon's configuration has a key of its own for (the ``spark:`` section refuses them)
+OWN_SPARK_KEYS = {
+    "spark.master": "job.master (or --master)",
+    "spark.sql.shuffle.partitions": "job.shuffle_partitions",
+    "spark.app.name": "application name (qmon)",
+}
+
+
 class Config(_Model):
     kafka: KafkaConfig = Field(KafkaConfig(), description="the Kafka cluster and qmon's topics")
     mq_trace: MqTraceConfig = Field(MqTraceConfig(), description="IBM MQ application activity trace as input")
@@ -532,6 +540,25 @@ class Config(_Model):
     qsgs: tuple[QsgConfig, ...] = Field(
         (), description="queue-sharing groups (IBM MQ for z/OS): their members and shared queues"
     )
+    spark: dict[str, str | int | float | bool] = Field(
+        {},
+        description="Spark settings for qmon's session (spark.executor.memory: 4g, ...): each wins over qmon's "
+        "own default for its key, and a setting given to Spark itself (spark-submit's --conf, "
+        "spark-defaults.conf) wins over it",
+    )
+
+    @model_validator(mode="after")
+    def _spark(self) -> Config:
+        for key in self.spark:
+            if not key.startswith("spark."):
+                raise _At(("spark", key), f"{key!r} is not a Spark setting (they start with 'spark.')")
+            if key in OWN_SPARK_KEYS:
+                raise _At(("spark", key), f"{key!r} is set by qmon's {OWN_SPARK_KEYS[key]}: set that instead")
+        return self
+
+    def spark_settings(self) -> dict[str, str]:
+        """The ``spark:`` section as Spark takes its settings (booleans as ``true``/``false``)."""
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in self.spark.items()}
 
     @field_validator("overflow_exit")
     @classmethod

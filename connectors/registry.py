@@ -12,8 +12,10 @@ Only the standard library (``urllib``): confluent-kafka's own client needs extra
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -32,6 +34,10 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 SUBJECT_NOT_FOUND = 40401
 VERSION_NOT_FOUND = 40402
 SCHEMA_NOT_FOUND = 40403
+
+
+#: how many times a request is sent when the connection is closed without an answer
+DROPPED_ATTEMPTS = 3
 
 
 class RegistryError(RuntimeError):
@@ -103,15 +109,28 @@ class SchemaRegistry:
         if self._auth is not None:
             headers["Authorization"] = self._auth
         request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
-        self.requests += 1
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
-                text = resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            raise self._error(method, path, exc) from exc
-        except (urllib.error.URLError, OSError) as exc:  # refused, timed out, no such host
-            reason = getattr(exc, "reason", exc)
-            raise RegistryUnreachable(self.url, str(reason)) from exc
+        for attempt in range(1, DROPPED_ATTEMPTS + 1):
+            self.requests += 1
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as resp:
+                    text = resp.read().decode()
+                break
+            except urllib.error.HTTPError as exc:
+                raise self._error(method, path, exc) from exc
+            except (http.client.RemoteDisconnected, ConnectionResetError) as exc:
+                # a connection the server (or a proxy in front of it) closed before answering: every request
+                # qmon makes is safe to repeat (a schema registered twice keeps its id)
+                if attempt == DROPPED_ATTEMPTS:
+                    raise RegistryUnreachable(self.url, str(exc)) from exc
+                time.sleep(0.2 * attempt)
+            except (urllib.error.URLError, OSError) as exc:  # refused, timed out, no such host
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, (http.client.RemoteDisconnected, ConnectionResetError)):
+                    if attempt == DROPPED_ATTEMPTS:
+                        raise RegistryUnreachable(self.url, str(reason)) from exc
+                    time.sleep(0.2 * attempt)
+                    continue
+                raise RegistryUnreachable(self.url, str(reason)) from exc
         try:
             return json.loads(text)
         except ValueError as exc:

@@ -35,6 +35,7 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 from pyspark.sql.types import BinaryType, StructField, StructType, TimestampType
 
 from qmon.core.dedup import SLICE_MS
+from qmon.core.event_order import NO_TIME
 from qmon.streaming.event_order import SOURCE_BITS, TIMED, UNTIMED
 from qmon.streaming.rows import ROUTED_COLUMNS, Kind
 from qmon.streaming.slice_check import HMS, REST_SCHEMA_DICT, SliceCheck
@@ -56,6 +57,12 @@ def dedup_step(
     activity = F.col("kind") == Kind.ACTIVITY.value
     timed = F.col("kind").isin(*TIMED)
     source = F.shiftleft(F.col("src_topic").cast("long"), SOURCE_BITS) + F.col("src_partition")
+    # a row's time for the marks: NO_TIME at or after its partition's last offset of the run (a partition read
+    # to its end holds nothing back), else its ts (none for a dead letter)
+    at = F.when(timed, F.col("ts")).otherwise(F.lit(UNTIMED))
+    if last:
+        ends = F.create_map(*[F.lit(v) for s, end in sorted(last.items()) for v in (s, end)])
+        at = F.when(F.col("src_offset") >= F.element_at(ends, source), F.lit(NO_TIME)).otherwise(at)
     digest = F.xxhash64("qmgr", "queue", "event_id")
     keyed = routed.select(
         F.when(activity, F.floor(F.col("ts") / F.lit(SLICE_MS))).otherwise(F.lit(-1)).cast("long").alias("dslice"),
@@ -67,12 +74,11 @@ def dedup_step(
         F.unix_millis(F.col(horizon)).alias(HMS),
         to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
         F.coalesce(source, F.lit(-1)).cast("long").alias("dsrc"),
-        F.when(timed, F.col("ts")).otherwise(F.lit(UNTIMED)).cast("long").alias("dts"),
-        F.col("src_offset").cast("long").alias("doff"),
+        at.cast("long").alias("dts"),
     )
     schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
     out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
-        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms, last),
+        statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
         outputStructType=schema,
         outputMode="Append",
         timeMode="EventTime",

@@ -319,6 +319,7 @@ def run(
             shuffle_partitions=config.job.shuffle_partitions,
             checkpoint_fs=config.job.checkpoint_fs,
             ui=True,
+            settings=config.spark_settings(),
         )
         if own and spark.sparkContext.uiWebUrl:
             logger.info("qmon job: Spark's web UI on %s", spark.sparkContext.uiWebUrl)

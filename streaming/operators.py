@@ -3,8 +3,9 @@
 ``monitor_groups`` (for ``applyInPandasWithState``) is keyed by (unit, unit_name, bucket) and serves two
 kinds of unit:
 
-* ``QueueUnit`` (unit Q): a group of queue-manager shards, each shard of a queue manager's queues its own
-  monitor (see ``qmon.core.queues``) over its own stored value (``qmon.streaming.state.ShardGroup``);
+* ``QueueUnit`` (unit Q): a group of queue-manager shards, each shard of a queue manager's queues (or of a
+  queue-sharing group's shared queues, ``qmon.core.sharing``) its own monitor (see ``qmon.core.queues``) over its
+  own stored value (``qmon.streaming.state.ShardGroup``);
 * ``StructureUnit`` (unit S): one CF structure (see ``qmon.core.structures``).
 
 One operator for both, so the input is read and shuffled once.  A unit's whole state is one value (its
@@ -88,20 +89,32 @@ def encode_emits(monitors: list[list[tuple[int, int, Emit]]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
 
+def owners(pdf: pd.DataFrame) -> np.ndarray:
+    """Each queue unit row's shard owner: its queue-sharing group (``qsg``: a shared queue's row) or its queue
+    manager."""
+    qmgrs = pdf["qmgr"].values
+    if "qsg" not in pdf.columns:
+        return qmgrs
+    groups = pdf["qsg"].values
+    shared = pd.notna(groups)
+    return np.where(shared, groups, qmgrs) if shared.any() else qmgrs
+
+
 def by_shard(pdf: pd.DataFrame) -> Iterator[tuple[tuple[str, int], pd.DataFrame]]:
-    """A queue unit's rows, by (queue manager, shard), each in the order given.  Rows sorted by shard first
-    (``sorted_input(..., shards=True)``) are cut into slices, which share the frame's memory; otherwise each
-    shard's rows are copied out."""
-    qmgrs, shards = pdf["qmgr"].values, pdf["shard"].values
-    change = (qmgrs[1:] != qmgrs[:-1]) | (shards[1:] != shards[:-1])
+    """A queue unit's rows, by (queue manager or queue-sharing group, shard), each in the order given.  Rows sorted
+    by shard first (``sorted_input(..., shards=True)``) are cut into slices, which share the frame's memory;
+    otherwise each shard's rows are copied out."""
+    names, shards = owners(pdf), pdf["shard"].values
+    change = (names[1:] != names[:-1]) | (shards[1:] != shards[:-1])
     bounds = [0, *(np.flatnonzero(change) + 1).tolist(), len(pdf)]
-    keys = [(qmgrs[a], int(shards[a])) for a in bounds[:-1]]
+    keys = [(names[a], int(shards[a])) for a in bounds[:-1]]
     if len(set(keys)) == len(keys):  # each shard's rows together
         for key, a, b in zip(keys, bounds[:-1], bounds[1:], strict=True):
             yield key, pdf.iloc[a:b]
         return
-    for (qmgr, shard), positions in sorted(pdf.groupby(["qmgr", "shard"], sort=False).indices.items()):
-        yield (qmgr, int(shard)), pdf.take(positions)
+    grouped = pd.DataFrame({"owner": names, "shard": shards}).groupby(["owner", "shard"], sort=False)
+    for (name, shard), positions in sorted(grouped.indices.items()):
+        yield (name, int(shard)), pdf.take(positions)
 
 
 def _numpy(col: pd.Series) -> bool:
@@ -156,7 +169,7 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
     # which pandas' sort_values does on every call
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
-        keys += [pdf["shard"].fillna(-1).values, pd.factorize(pdf["qmgr"], sort=True)[0]]
+        keys += [pdf["shard"].fillna(-1).values, pd.factorize(owners(pdf), sort=True)[0]]
     order = np.lexsort(keys)
     del keys
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)
@@ -389,33 +402,39 @@ class QueueUnit(_Unit):
             pdf["src_offset"].astype("int64").tolist(),
             pdf["clock"].astype("int64").tolist(),
         )
+        # a queue-sharing group's shard: each row's member (its qmgr); a queue manager's: the queue manager
+        shared = mon.qsg is not None
         if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: the fast path
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
-            recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
+            members = pdf["qmgr"].tolist() if shared else repeat(qmgr)
+            recs = _activities(eid, members, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
             _apply_activities(mon, recs, emits)
             return emits, max(ts) if ts else None
         newest = None
-        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
-            *cols, strict=True
+        members = pdf["qmgr"].tolist() if shared else [qmgr] * len(pdf)
+        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock, member in zip(
+            *cols, members, strict=True
         ):
             if kind == Kind.ACTIVITY:
-                out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
+                out = mon.on_activity(
+                    Activity(eid, member, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
+                )
             elif kind == Kind.JOURNAL:
                 out = mon.on_journal(JournalStatus.of(eid, qmgr, ts, json.loads(payload)))
             else:
-                out = self._command(mon, payload, ts, eid, bool(reply))
+                out = self._command(mon, payload, ts, eid, bool(reply), member)
             if out:
                 emits.extend((seq, ts, e) for e in out)
             newest = ts if newest is None or ts > newest else newest
         return emits, newest
 
     @staticmethod
-    def _command(mon: QueueMonitor, text: str, ts: int, command_id: str, reply: bool) -> list[Emit]:
+    def _command(mon: QueueMonitor, text: str, ts: int, command_id: str, reply: bool, member: str) -> list[Emit]:
         try:
             cmd = parse_command(split_script(text)[0])
         except (MqscError, IndexError) as exc:  # validated upstream; kept safe all the same
-            return [command_reply(command_id, mon.qmgr, ts, False, f"MQSC error: {exc}")] if reply else []
-        return mon.on_command(cmd, ts, command_id, reply)
+            return [command_reply(command_id, member, ts, False, f"MQSC error: {exc}")] if reply else []
+        return mon.on_command(cmd, ts, command_id, reply, member)
 
     def batch(
         self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False

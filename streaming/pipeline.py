@@ -17,7 +17,8 @@ Steps:
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
    manager's shard ``pmod(xxhash64(queue), buckets)`` (column ``shard``), in the group of shards that holds
-   it, key ``(Q, "", placed bucket)`` (``route``), and, when it names a structure, also to
+   it, key ``(Q, "", placed bucket)`` (``route``; a shared queue's to its queue-sharing group's shard, split and
+   placed under the group's name: ``qmon.core.sharing``), and, when it names a structure, also to
    ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.core.placement``); a command that names one queue to that queue's shard, one that
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
@@ -33,7 +34,9 @@ Steps:
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -46,6 +49,7 @@ from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
 from qmon.core.mqsc import PART_MARK
 from qmon.core.reasons import CODE
+from qmon.core.sharing import Sharing
 from qmon.streaming.dedup import dedup_step
 from qmon.streaming.event_order import source
 from qmon.streaming.rows import ACTIVITY, LATE, OUTPUT, ROUTED, ROUTED_COLUMNS, Kind, Unit
@@ -399,6 +403,33 @@ def framed(value: Column, topic: Column, ids: dict[str, int]) -> Column:
     return F.concat(F.coalesce(headers[topic], F.lit(b"")), value)
 
 
+def _like(pattern: str) -> str:
+    """A queue-name pattern of ``qsgs[].shared_queues`` (``*``, ``?``) as SQL LIKE's (``%``, ``_``), a queue name's
+    own ``%`` and ``_`` escaped: both match a whole name, any character included (Spark's LIKE is DOTALL)."""
+    return "".join("%" if c == "*" else "_" if c == "?" else "\\" + c if c in "%_\\" else c for c in pattern)
+
+
+def _group_of(qmgr: Column, sharing: Sharing) -> Column | None:
+    """The queue-sharing group ``qmgr`` is a member of (``Sharing.group_of``), else null; None without groups."""
+    members = sorted((m, g.name) for g in sharing.groups for m in g.members)
+    if not members:
+        return None
+    return F.create_map(*[F.lit(x) for kv in members for x in kv])[qmgr]
+
+
+def _shared_by(qmgr: Column, queue: Column, sharing: Sharing) -> Column | None:
+    """The queue-sharing group whose shared queue ``queue`` of ``qmgr`` is (``Sharing.shared``), else null; None
+    when no group shares a queue."""
+    out: Column | None = None
+    for g in reversed(sharing.groups):
+        if not g.members or not g.shared_queues:
+            continue
+        matches = functools.reduce(operator.or_, [queue.like(_like(p)) for p in g.shared_queues])
+        shared = qmgr.isin(*g.members) & matches
+        out = F.when(shared, F.lit(g.name)).otherwise(F.lit(None).cast("string") if out is None else out)
+    return out
+
+
 def topic_numbers(names: dict[str, str]) -> dict[str, int]:
     """Each topic's number in a routed row's ``src_topic``: its place among the sorted physical names."""
     return {name: i for i, name in enumerate(sorted(set(names.values())))}
@@ -410,6 +441,7 @@ def route(
     buckets: int,
     structure_buckets: dict[str, int] | None = None,
     queue_units: list[int] | None = None,
+    sharing: Sharing | None = None,
 ) -> DataFrame:
     """Every decoded record -> the rows the per-queue operator receives (kind A, C, J), and the dead letters
     and invalid-command replies it passes through (kind P): one row a record, one pass over the input.  An
@@ -419,7 +451,12 @@ def route(
     A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
     of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
     a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
-    of keys (each a fixed cost in every micro-batch) does not grow with the queue managers."""
+    of keys (each a fixed cost in every micro-batch) does not grow with the queue managers.
+
+    ``sharing``: the queue-sharing groups (``qmon.core.sharing``), as literals of the query.  A shared queue's
+    records and commands, whichever member names it, go to its group's shard, split and placed as a queue
+    manager's are under the group's name (column ``qsg``; ``qmgr`` stays the member); a command for a whole
+    queue manager (ALTER QMGR, PING, interest) to the member's shards and, without a reply, to its group's."""
     _routed = _Router(F.create_map(*[F.lit(x) for kv in topic_numbers(names).items() for x in kv])[F.col("topic")])
     units = queue_units or [0]
     unit_keys = F.array(*[F.lit(int(b)) for b in units])
@@ -464,22 +501,33 @@ def route(
     fields = {name: F.col(f"ra.{name}") for name, _ in ACTIVITY}
     fields.update(ts=F.unix_millis("ra.ts"), reply=F.lit(False), rank=F.lit(1))
     shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets))
+    sharing = sharing or Sharing()
+
+    def owner(qmgr: Column, qsg: Column | None) -> Column:
+        """The name a row's shard is kept under: its group's (``qsg``, when not null), else its queue manager's."""
+        return qmgr if qsg is None else F.coalesce(qsg, qmgr)
+
+    qsg = _shared_by(F.col("ra.qmgr"), F.col("ra.queue"), sharing)
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
-        bucket=unit_of(F.col("ra.qmgr"), shard),
+        bucket=unit_of(owner(F.col("ra.qmgr"), qsg), shard),
         shard=shard,
+        **({} if qsg is None else {"qsg": qsg}),
         kind=F.lit(Kind.ACTIVITY.value),
         **fields,
     )
 
-    def command(shard: Column, reply_here: Column, command_id: Column | None = None) -> Column:
+    def command(
+        shard: Column, reply_here: Column, command_id: Column | None = None, qsg: Column | None = None
+    ) -> Column:
         return _routed(
             unit=F.lit(Unit.QUEUES.value),
             unit_name=F.lit(""),
             qmgr=F.col("rc.qmgr"),
-            bucket=unit_of(F.col("rc.qmgr"), shard),
+            bucket=unit_of(owner(F.col("rc.qmgr"), qsg), shard),
             shard=shard,
+            **({} if qsg is None else {"qsg": qsg}),
             kind=F.lit(Kind.COMMAND.value),
             event_id=F.col("rc.command_id") if command_id is None else command_id,
             queue=F.col("p.name"),
@@ -489,8 +537,17 @@ def route(
             rank=F.lit(0),
         )
 
-    fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
-    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True)))
+    group = _group_of(F.col("rc.qmgr"), sharing)
+    if group is None:
+        fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
+    else:  # a member's: its own shards, then its group's (which keep each member's PERFMEV), shard 0 replying
+        last = F.when(group.isNotNull(), F.lit(2 * buckets - 1)).otherwise(F.lit(buckets - 1))
+        fan_out = F.transform(
+            F.sequence(F.lit(0), last),
+            lambda b: command(F.pmod(b, F.lit(buckets)), b == 0, qsg=F.when(b >= buckets, group)),
+        )
+    one_qsg = _shared_by(F.col("rc.qmgr"), F.col("p.name"), sharing)
+    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True), qsg=one_qsg))
     # every shard replies with its part, told which one in the command id (qmon.core.mqsc.split_part)
     parts = F.transform(
         F.sequence(F.lit(0), F.lit(buckets - 1)),
@@ -557,6 +614,7 @@ def copies(
         "unit_name": F.col("structure"),
         "bucket": _structure_bucket(F.col("structure"), structure_buckets),
         "shard": F.lit(None),
+        "qsg": F.lit(None),
         "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
     }
     marks = [row({"unit": F.lit(u), "unit_name": F.lit(n), "bucket": F.lit(b)}) for u, n, b in unit_keys]
@@ -609,7 +667,7 @@ def build(
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {_CENTURY_DAYS} DAYS"))
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    routed = route(dec, names, buckets, structure_buckets, queue_units)
+    routed = route(dec, names, buckets, structure_buckets, queue_units, settings.sharing)
     routed = routed.withWatermark(HORIZON, f"{_CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     # the check reads one row a record (the structures' copies are made after it), and marks how far each
     # input partition has got; each mark is then copied to every unit

@@ -145,6 +145,7 @@ def replay_file(input_path: str, config: Config, output: str | None, spark: Any 
         "qmon-replay",
         shuffle_partitions=config.job.shuffle_partitions,
         checkpoint_fs=config.job.checkpoint_fs,
+        settings=config.spark_settings(),
     )
     with open(input_path) as fh:
         records = replay(spark, fh, config, source=Path(input_path).name)

@@ -65,6 +65,9 @@ ROUTED = _fields(
     ("unit_name", StringType()),  # the structure ("" for a group of queue-manager shards)
     ("bucket", IntegerType()),
     ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_buckets) the row is for
+    # unit Q: the queue-sharing group whose shard (of its shared queues) the row is for, its qmgr a member; null
+    # for the queue manager's own shard (``qmon.core.sharing``)
+    ("qsg", StringType()),
     ("kind", StringType()),  # Kind
     # the activity's columns (ACTIVITY), qmgr first; rows of other kinds use some of them: a command's and a
     # journal's qmgr, event_id (a command's: its command_id) and ts (event time, epoch ms), a command's queue

@@ -18,7 +18,6 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from qmon.core.dedup import slice_expiry
-from qmon.core.event_order import NO_TIME
 from qmon.streaming.event_order import UNTIMED, mark_rows
 from qmon.streaming.rows import ROUTED
 
@@ -92,9 +91,8 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
 class SliceCheck(StatefulProcessor):
     """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
 
-    def __init__(self, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int] | None = None) -> None:
+    def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
         self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms
-        self.last = last or {}  # a run that stops at known offsets: the last of each input partition (``dsrc``)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -106,19 +104,18 @@ class SliceCheck(StatefulProcessor):
         # a key's chunks (PySpark hands them over as they come) gathered as three arrays, the packed values by
         # reference, not as frames: a record's copies may be in any chunk, and the first in the monitor's order
         # is the one kept, for its queue and its structure at once
-        digests, hms, rest, sources, times, offsets = [], [], [], [], [], []
+        digests, hms, rest, sources, times = [], [], [], [], []
         for pdf in rows:
             digests.append(pdf["ddigest"].to_numpy(dtype=np.int64))
             hms.append(pdf[HMS].to_numpy(dtype=np.int64))
             rest.append(pdf["rest"].to_numpy())
             sources.append(pdf["dsrc"].to_numpy(dtype=np.int64))
             times.append(pdf["dts"].to_numpy(dtype=np.int64))
-            offsets.append(pdf["doff"].to_numpy(dtype=np.int64))
         if not hms:  # (PySpark hands a key over with a row at least)
             return
         h, r = np.concatenate(hms), np.concatenate(rest)
         del hms, rest
-        marks = self._marks(np.concatenate(sources), np.concatenate(times), np.concatenate(offsets))
+        marks = self._marks(np.concatenate(sources), np.concatenate(times))
         if int(key[0]) < 0:  # not activity: nothing to check
             yield from self._out(h, r, None, marks)
             return
@@ -138,10 +135,11 @@ class SliceCheck(StatefulProcessor):
         # (all kept: no record came twice, and ``order`` is the rows' own)
         yield from self._out(h, r, None if keep.all() else order[keep], marks)
 
-    def _marks(self, sources: np.ndarray, times: np.ndarray, offsets: np.ndarray) -> list[bytes]:
+    def _marks(self, sources: np.ndarray, times: np.ndarray) -> list[bytes]:
         """The marks of what this key saw (``streaming.event_order``), packed: per input partition (``dsrc``),
-        ``NO_TIME`` if it saw the partition's last offset of the run, else the greatest ``ts`` (none for a
-        partition of which it saw only rows with no time); the pipeline copies each for every unit."""
+        the greatest of its rows' ``dts`` (``NO_TIME`` once it saw the partition's last offset of the run;
+        none for a partition of which it saw only rows with no time); the pipeline copies each for every
+        unit."""
         import io
 
         import fastavro
@@ -149,10 +147,7 @@ class SliceCheck(StatefulProcessor):
 
         greatest: dict[int, int] = {}
         for s in np.unique(sources[sources >= 0]).tolist():
-            of = sources == s
-            if s in self.last and int(offsets[of].max()) >= self.last[s]:
-                greatest[s] = NO_TIME
-            elif (ts := int(times[of].max())) != UNTIMED:
+            if (ts := int(times[sources == s].max())) != UNTIMED:
                 greatest[s] = ts
         if not greatest:
             return []

@@ -190,11 +190,13 @@ def session_options(
     ui: bool = False,
     defaults: dict[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """qmon's settings for a session on ``master``.
 
     ``defaults`` are the settings the user gave Spark itself (``spark-defaults.conf``, or spark-submit's
-    ``--master`` and ``--conf``): each wins over qmon's own default for its key; ``master``, ``app_name`` and
+    ``--master`` and ``--conf``): each wins over qmon's own default for its key, and over ``settings`` (the
+    ``spark:`` section of qmon's configuration), which win over qmon's defaults; ``master``, ``app_name`` and
     ``extra`` are the caller's and apply.  A ``master`` of None is the one Spark was given (spark-submit's, or
     ``spark-defaults.conf``'s ``spark.master``), else ``local[*]``.  Addresses are Spark's own resolution (``SPARK_LOCAL_IP``, ``spark.driver.host``,
     ``spark.driver.bindAddress``, else the host name's address): a cluster's executors connect back to the
@@ -225,6 +227,7 @@ def session_options(
         "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     }
     options = {k: v for k, v in own.items() if k not in defaults}
+    options.update({k: v for k, v in (settings or {}).items() if k not in defaults})
     master = master or defaults.get("spark.master") or "local[*]"
     options.update({"spark.master": master, "spark.app.name": app_name, **(extra or {})})
     named = "SPARK_LOCAL_IP" in environ or any(k in options or k in defaults for k in _ADDRESS_KEYS)
@@ -240,10 +243,11 @@ def session(
     extra: dict[str, Any] | None = None,
     checkpoint_fs: str = "nio",
     ui: bool = False,
+    settings: dict[str, str] | None = None,
 ):
     """A SparkSession with the connectors, RocksDB state and the project's interpreter for workers (and, unless
     ``checkpoint_fs`` is ``hadoop``, ``NIO_LOCAL_FS``'s jar for local checkpoints); Spark's web UI with
-    ``ui``.  Its settings: ``session_options``."""
+    ``ui``; ``settings``: the ``spark:`` section of qmon's configuration.  Its settings: ``session_options``."""
     # Python workers must run this interpreter (pandas, fastavro and qmon live in its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -253,7 +257,7 @@ def session(
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
     defaults = _given_to_spark()
-    options = session_options(master, app_name, shuffle_partitions, extra, ui=ui, defaults=defaults)
+    options = session_options(master, app_name, shuffle_partitions, extra, ui=ui, defaults=defaults, settings=settings)
     if options.get("spark.driver.bindAddress") == "127.0.0.1" and "spark.driver.bindAddress" not in (extra or {}):
         # a local master on loopback (session_options): the rest of Spark's address resolution too, so it
         # does not look for another interface when the host name resolves to loopback

@@ -61,11 +61,68 @@ QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
         "stall_ok",
     ),
     2: ("msgs", "el", "ovf", "rej", "fifo"),
+    3: (
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+    ),
+    4: (
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+        "unseen",
+        "puts",
+        "lput",
+        "lget",
+    ),
+    5: (  # a shared queue, in its queue-sharing group's shard: shape 4 and the member of its latest record
+        "depth",
+        "svc_timer_start",
+        "svc_timer_clock",
+        "attrs",
+        "defined",
+        "reset_ts",
+        "high_depth",
+        "enq",
+        "deq",
+        "last_ts",
+        "stall_alert_id",
+        "stall_ok",
+        "fc",
+        "unseen",
+        "puts",
+        "lput",
+        "lget",
+        "by",
+    ),
 }
-#: a queue's ``attrs`` (shape 1), by position too when they are exactly these (``qmon.core.queues.MQ_DEFAULTS``)
+#: a queue's ``attrs`` (shapes 1, 3, 4 and 5), by position too when they are exactly these
+#: (``qmon.core.queues.MQ_DEFAULTS``)
 ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
 _SHAPE_IDS = {fields: sid for sid, fields in QUEUE_SHAPES.items()}
 _ATTRS = QUEUE_SHAPES[1].index("attrs")
+#: the shapes with ``attrs``, at the same place in each
+_WITH_ATTRS = frozenset(sid for sid, fields in QUEUE_SHAPES.items() if fields[_ATTRS : _ATTRS + 1] == ("attrs",))
 
 
 def dump_queue(queue: dict[str, Any]) -> bytes:
@@ -74,7 +131,7 @@ def dump_queue(queue: dict[str, Any]) -> bytes:
     if sid is None:
         return _packer.pack(queue)
     values = [sid, *queue.values()]
-    if sid == 1 and isinstance(attrs := values[1 + _ATTRS], dict) and tuple(attrs) == ATTRS_SHAPE:
+    if sid in _WITH_ATTRS and isinstance(attrs := values[1 + _ATTRS], dict) and tuple(attrs) == ATTRS_SHAPE:
         values[1 + _ATTRS] = list(attrs.values())
     return _packer.pack(values)
 
@@ -92,7 +149,7 @@ def load_queue(stored: Any) -> Any:
     if fields is None or len(value) != len(fields) + 1:
         raise StoredStateError(f"a queue's stored value of no known shape (starts {bytes(stored[:16])!r})")
     queue = dict(zip(fields, value[1:], strict=True))
-    if sid == 1 and isinstance(attrs := queue["attrs"], list):
+    if sid in _WITH_ATTRS and isinstance(attrs := queue["attrs"], list):
         if len(attrs) != len(ATTRS_SHAPE):
             raise StoredStateError(f"a queue's stored attributes of no known shape: {attrs!r}")
         queue["attrs"] = dict(zip(ATTRS_SHAPE, attrs, strict=True))

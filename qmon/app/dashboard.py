@@ -15,10 +15,12 @@ template variables:
   (which is how the tests evaluate them against a real Prometheus);
 * Grafana's own ``$__rate_interval`` and ``$__range``.
 
-Why some things an operator might expect are not on it: the exporter serves neither a queue's QSVCINT,
-MAXDEPTH or the age of its oldest message, nor a structure's OVFLWMAX or FULLTHRESHOLD, so there are no
-such lines; the panels that show when a threshold was crossed use what is served (overflow mode, the
-STRUCTURE_NEAR_FULL and QUEUE_STALLED alerts).  The guide (docs/guides/grafana.md) says the same to users.
+Thresholds are drawn as dashed lines beside what they bound (a query with ``threshold``): a queue's QSVCINT
+beside its service time, a structure's OVFLWMAX and FULLTHRESHOLD beside its usage.  Times to a threshold are
+qmon's own forecasts (the instants the exporter serves, less ``time()``), not PromQL extrapolations.  What is
+not on it, because the exporter does not serve it: a queue's MAXDEPTH and QDEPTHHI (only the instant a
+QUEUE_FILL_FORECAST predicts), and which queues are in overflow (only how many).  The guide
+(docs/guides/grafana.md) says the same to users.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ from grafana_foundation_sdk.builders.dashboard import (
 )
 from grafana_foundation_sdk.builders.prometheus import Dataquery
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.common import GraphDrawStyle, LineInterpolation
+from grafana_foundation_sdk.models.common import GraphDrawStyle, LineInterpolation, LineStyle
 from grafana_foundation_sdk.models.dashboard import (
     DataSourceRef,
+    DynamicConfigValue,
     Threshold,
     ThresholdsMode,
     ValueMap,
@@ -70,8 +73,11 @@ Q = 'qmgr=~"$qmgr", queue=~"$queue"'  # a queue's series, as the variables selec
 S = 'structure=~"$structure"'
 #: The alert types about a structure (the alert catalogue lists them), for the structure alerts panel.
 STRUCTURE_ALERTS = (
-    "STRUCTURE_NEAR_FULL|STRUCTURE_FULL|OVERFLOW_MODE_ENTERED|OVERFLOW_STRUCTURE_FULL|QUEUE_PUTS_REJECTED"
+    "STRUCTURE_FILL_FORECAST|STRUCTURE_NEAR_FULL|STRUCTURE_FULL|OVERFLOW_MODE_ENTERED|OVERFLOW_STRUCTURE_FULL"
+    "|QUEUE_PUTS_REJECTED"
 )
+#: How a threshold's line is drawn: dashed, beside the solid line of what it bounds.
+DASHED = LineStyle(fill="dash", dash=[10, 10])
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class Query:
     expr: str
     legend: str = ""
     instant: bool = False  # a table's query: one value per series, at the end of the time range
+    threshold: bool = False  # a threshold (QSVCINT, OVFLWMAX, ...): drawn dashed
 
 
 @dataclass(frozen=True)
@@ -139,8 +146,16 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
                 "Alerts firing now",
                 "Every alert episode firing: its type and subject (a structure, a queue or a journal).",
                 (Query("qmon_alerts_firing", instant=True),),
-                width=24,
                 height=6,
+            ),
+            Panel(
+                "timeseries",
+                "Alerts firing by type",
+                "How many episodes of each alert type fire, over time: qmon's fill forecasts "
+                "(STRUCTURE_FILL_FORECAST, QUEUE_FILL_FORECAST) ahead of the alerts they foresee.",
+                (Query("count by (type) (qmon_alerts_firing)", "{{type}}"),),
+                height=6,
+                step=True,
             ),
         ),
     ),
@@ -156,10 +171,13 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             Panel(
                 "timeseries",
                 "Service time",
-                "MQ's service time in the queue's latest QSVCINT_HIGH or QSVCINT_OK event: how long the "
-                "queue went without a get. QSVCINT itself is not exported, so it is not drawn; a "
-                "QSVCINT_HIGH event (next panel) says the service time went over it.",
-                (Query(f"qmon_queue_service_time_seconds{{{Q}}}", "{{qmgr}} {{queue}}"),),
+                "MQ's service time in the queue's latest QSVCINT_HIGH or QSVCINT_OK event (how long the "
+                "queue went without a get), and the queue's QSVCINT (dashed) from the same event: a service "
+                "time above its QSVCINT is a QSVCINT_HIGH.",
+                (
+                    Query(f"qmon_queue_service_time_seconds{{{Q}}}", "{{qmgr}} {{queue}}"),
+                    Query(f"qmon_queue_service_interval_seconds{{{Q}}}", "{{qmgr}} {{queue}} QSVCINT", threshold=True),
+                ),
                 unit="s",
                 step=True,
             ),
@@ -177,12 +195,50 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
                 ),
             ),
             Panel(
+                "timeseries",
+                "Oldest message age",
+                "Age of the oldest message on each queue (MQ's MSGAGE), from the puts and gets qmon sees: it grows "
+                "while a queue is not served. No line while a queue is empty, or while it holds messages whose puts "
+                "qmon did not see (it started after them).",
+                (Query(f"qmon_queue_oldest_message_age_seconds{{{Q}}}", "{{qmgr}} {{queue}}"),),
+                unit="s",
+            ),
+            Panel(
+                "timeseries",
+                "Since the last put and get",
+                "How long since the last put and the last get qmon saw on each queue (MQ's LPUTDATE/LPUTTIME and "
+                "LGETDATE/LGETTIME): puts going on while the time since the last get grows is a consumer that "
+                "stopped. No line until qmon has seen one.",
+                (
+                    Query(f"time() - qmon_queue_last_put_timestamp_seconds{{{Q}}}", "{{qmgr}} {{queue}} put"),
+                    Query(f"time() - qmon_queue_last_get_timestamp_seconds{{{Q}}}", "{{qmgr}} {{queue}} get"),
+                ),
+                unit="s",
+            ),
+            Panel(
                 "state",
                 "Stalled queues",
                 "QUEUE_STALLED alerts: a queue with messages on it and no get for longer than QSVCINT (MQ raises "
                 "nothing when no put or get comes). The alert's series names the queue, not its queue manager.",
                 (Query('qmon_alerts_firing{type="QUEUE_STALLED", subject=~"$queue"}', "{{subject}}"),),
                 mappings={"1": "stalled"},
+            ),
+            Panel(
+                "timeseries",
+                "Time to MAXDEPTH or QDEPTHHI",
+                "While a QUEUE_FILL_FORECAST fires for a queue: how long until its depth reaches MAXDEPTH, or "
+                "QDEPTHHI where depth high events are enabled, at its trend (the instant qmon predicts, less now). "
+                "No line while no forecast fires.",
+                (Query(f"qmon_queue_fill_eta_timestamp_seconds{{{Q}}} - time()", "{{qmgr}} {{queue}}"),),
+                unit="s",
+            ),
+            Panel(
+                "state",
+                "Queue fill forecasts",
+                "QUEUE_FILL_FORECAST alerts: a queue whose depth is forecast to reach MAXDEPTH, or QDEPTHHI, within "
+                "the forecast's horizon. The alert's series names the queue, not its queue manager.",
+                (Query('qmon_alerts_firing{type="QUEUE_FILL_FORECAST", subject=~"$queue"}', "{{subject}}"),),
+                mappings={"1": "forecast"},
             ),
         ),
     ),
@@ -192,10 +248,14 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             Panel(
                 "timeseries",
                 "Structure usage",
-                "Data elements in use over capacity. An overflow structure (OVFLWSTR) appears under its own "
-                "name. OVFLWMAX and FULLTHRESHOLD are not exported: overflow mode and the STRUCTURE_NEAR_FULL "
-                "alert (panels below) say when usage crossed them.",
-                (Query(f"qmon_structure_usage_ratio{{{S}}}", "{{structure}}"),),
+                "Data elements in use over capacity, with each primary structure's OVFLWMAX (overflow mode, or an "
+                "alter) and FULLTHRESHOLD (STRUCTURE_NEAR_FULL) dashed. An overflow structure (OVFLWSTR) appears "
+                "under its own name.",
+                (
+                    Query(f"qmon_structure_usage_ratio{{{S}}}", "{{structure}}"),
+                    Query(f"qmon_structure_ovflwmax_ratio{{{S}}}", "{{structure}} OVFLWMAX", threshold=True),
+                    Query(f"qmon_structure_fullthreshold_ratio{{{S}}}", "{{structure}} FULLTHRESHOLD", threshold=True),
+                ),
                 unit="percentunit",
                 max=1,
             ),
@@ -209,19 +269,20 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             Panel(
                 "timeseries",
                 "Queues in overflow",
-                "Queues the overflow exit approved: moved to the overflow structure, or with puts rejected.",
+                "How many queues the overflow exit approved: moved to the overflow structure, or with puts "
+                "rejected. Which ones: the OverflowCandidates records on qmon.events.overflow (qmon tail).",
                 (Query(f"qmon_structure_queues_in_overflow{{{S}}}", "{{structure}}"),),
             ),
             Panel(
                 "timeseries",
-                "Time to full",
-                "At the rate usage grew over the last 15 minutes, how long until the structure is full; "
-                "no line while it is not filling.",
+                "Time to OVFLWMAX and full",
+                "How long until each structure's usage reaches OVFLWMAX, and full, at its trend: the instants qmon "
+                "forecasts in the structure's latest snapshot, less now (an overflow structure's full under its own "
+                "name). No line while a structure is not heading there. A structure publishes a snapshot only once "
+                "used again, so a quiet one's line keeps falling: below 0, it stopped before getting there.",
                 (
-                    Query(
-                        f"(1 - qmon_structure_usage_ratio{{{S}}}) / (deriv(qmon_structure_usage_ratio{{{S}}}[15m]) > 0)",
-                        "{{structure}}",
-                    ),
+                    Query(f"qmon_structure_ovflwmax_eta_timestamp_seconds{{{S}}} - time()", "{{structure}} OVFLWMAX"),
+                    Query(f"qmon_structure_full_eta_timestamp_seconds{{{S}}} - time()", "{{structure}} full"),
                 ),
                 unit="s",
             ),
@@ -235,8 +296,9 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             Panel(
                 "state",
                 "Structure alerts",
-                "Structure alerts firing: STRUCTURE_NEAR_FULL (usage at FULLTHRESHOLD), STRUCTURE_FULL, "
-                "OVERFLOW_MODE_ENTERED, OVERFLOW_STRUCTURE_FULL, QUEUE_PUTS_REJECTED.",
+                "Structure alerts firing: STRUCTURE_FILL_FORECAST (OVFLWMAX or full forecast within the horizon), "
+                "STRUCTURE_NEAR_FULL (usage at FULLTHRESHOLD), STRUCTURE_FULL, OVERFLOW_MODE_ENTERED, "
+                "OVERFLOW_STRUCTURE_FULL, QUEUE_PUTS_REJECTED.",
                 (
                     Query(
                         f'qmon_alerts_firing{{type=~"{STRUCTURE_ALERTS}", subject=~"$structure"}}',
@@ -383,6 +445,10 @@ def _panel(p: Panel, panel_id: int) -> Any:
         .height(p.height)
         .targets([_query(q, chr(ord("A") + i)) for i, q in enumerate(p.queries)])
     )
+    for i, q in enumerate(p.queries):
+        if q.threshold:
+            line = DynamicConfigValue(id_val="custom.lineStyle", value=DASHED)
+            builder = builder.override_by_query(chr(ord("A") + i), [line])
     if p.max is not None:
         builder = builder.min(0).max(p.max)
     if p.mappings:

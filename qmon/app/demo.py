@@ -7,8 +7,9 @@ running.
 
 On a terminal the view redraws once a second, from the moment the demo starts: what it is
 waiting for while the broker and Spark start, then the structures' usage bars against
-OVFLWMAX and the full threshold (from the job's snapshots), the queues with service-interval
-events, and the latest events and alerts.  Without a terminal it prints one line per output
+OVFLWMAX and the full threshold with the time their trend takes to OVFLWMAX and to full
+(from the job's snapshots), the queues with service-interval events, and the latest events
+and alerts, fill forecasts among them.  Without a terminal it prints one line per output
 record.  Either way it ends with a summary of counts per type.  What Spark and qmon log goes
 to ``demo_log()``, not the screen.
 """
@@ -16,7 +17,9 @@ to ``demo_log()``, not the screen.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import logging
+import math
 import shutil
 import signal
 import sys
@@ -30,6 +33,7 @@ from typing import Any, TextIO
 
 from qmon.core import topics
 from qmon.core.records import Snapshot
+from qmon.core.timeconv import to_ms
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +58,11 @@ class Usage:
     overflow_used_pct: float | None = None
     overflow_mode: bool = False
     queues_in_overflow: int = 0
+    # how long after the snapshot its trend reaches OVFLWMAX, full, the overflow structure's full (ms; None: not
+    # heading there)
+    to_ovflwmax_ms: int | None = None
+    to_full_ms: int | None = None
+    to_overflow_full_ms: int | None = None
 
     @classmethod
     def of(cls, rec: Snapshot) -> Usage | None:
@@ -61,6 +70,12 @@ class Usage:
         if not capacity:
             return None
         ovf_capacity = rec.get("overflow_capacity_elements")
+        ts = _epoch_ms(rec.get("ts"))
+
+        def until(eta: object) -> int | None:
+            at = _epoch_ms(eta)
+            return at - ts if at is not None and ts is not None else None
+
         return cls(
             size_kb=rec.get("size_kb") or 0,
             used_pct=100.0 * (rec.get("used_elements") or 0) / capacity,
@@ -68,7 +83,15 @@ class Usage:
             overflow_used_pct=100.0 * (rec.get("overflow_used_elements") or 0) / ovf_capacity if ovf_capacity else None,
             overflow_mode=bool(rec.get("overflow_mode")),
             queues_in_overflow=rec.get("queues_in_overflow") or 0,
+            to_ovflwmax_ms=until(rec.get("ovflwmax_eta")),
+            to_full_ms=until(rec.get("full_eta")),
+            to_overflow_full_ms=until(rec.get("overflow_full_eta")),
         )
+
+    def times(self) -> str:
+        """When the structure's trend reaches OVFLWMAX and full: ``OVFLWMAX in 12 s, full in 40 s`` ('' if never)."""
+        ahead = (("OVFLWMAX", self.to_ovflwmax_ms), ("full", self.to_full_ms))
+        return ", ".join(f"{what} {_until(ms)}" for what, ms in ahead if ms is not None)
 
 
 @dataclass(frozen=True)
@@ -115,9 +138,11 @@ class View:
                 shown = str(record["type"])
                 if service is not None:
                     shown += f"  service {service / 1000:.1f} s of {record['service_interval_ms'] / 1000:.1f} s"
-                self.service[f"{record['qmgr']}/{record['queue']}"] = shown
+                self.service[f"{record.get('qsg') or record['qmgr']}/{record['queue']}"] = shown
             elif topic == topics.ALERTS and record.get("type") == "QUEUE_STALLED":
-                self.service[f"{record['qmgr']}/{record['subject']}"] = f"STALLED {record['state']}"
+                self.service[f"{record.get('qsg') or record['qmgr']}/{record['subject']}"] = (
+                    f"STALLED {record['state']}"
+                )
             self.latest.append(text)
 
     def _snapshot(self, rec: Snapshot) -> None:
@@ -138,17 +163,20 @@ class View:
                 "Ctrl-C stops; the events are also on `qmon tail`",
                 "",
             ]
-            out.append("Structures: usage of each (| OVFLWMAX, ! full threshold)")
-            bar_width = max(10, min(50, width - 50))
+            out.append("Structures: usage of each (| OVFLWMAX, ! full threshold), time to OVFLWMAX and 100 % (full)")
+            bar_width = max(20, min(50, width - 82))  # (room for the mode and the times after the bar)
             for name, th in self.thresholds.items():
                 u = self.usage.get(name)
                 if u is None:
                     out.append(f"  {name:<6} (no snapshot yet)")
                     continue
                 mode = f"  OVERFLOW ({u.queues_in_overflow} queues)" if u.overflow_mode else ""
-                out.append(f"  {name:<6} {_bar(u.used_pct, th, bar_width)} {u.used_pct:5.1f}% of {u.size_kb} KB{mode}")
+                times = f"  {t}" if (t := u.times()) else ""
+                bar = _bar(u.used_pct, th, bar_width)
+                out.append(f"  {name:<6} {bar} {u.used_pct:5.1f}% of {u.size_kb} KB{mode}{times}")
                 if u.overflow_structure is not None and u.overflow_used_pct is not None:
-                    out.append(f"    overflow {u.overflow_structure}: {u.overflow_used_pct:5.1f}% used")
+                    full = f", full {_until(u.to_overflow_full_ms)}" if u.to_overflow_full_ms is not None else ""
+                    out.append(f"    overflow {u.overflow_structure}: {u.overflow_used_pct:5.1f}% used{full}")
             out.append("")
             out.append("Queues with service-interval events: depth, latest event")
             for q in sorted(self.service)[:8]:
@@ -165,6 +193,24 @@ class View:
             room = max(1, height - len(out) - 1)
             out.extend(f"  {text}" for text in list(self.latest)[-room:])
             return [_cut(row, width) for row in out[:height]]
+
+
+def _epoch_ms(value: object) -> int | None:
+    """A timestamp as the job's records carry it (epoch ms as written, a datetime once Avro-decoded), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, dt.datetime)):
+        return None
+    return to_ms(value)
+
+
+def _until(ms: int) -> str:
+    """``ms`` milliseconds from now as the view says it: ``now``, ``in 12 s``, ``in 3 min``, ``in 2 h``."""
+    if ms <= 0:
+        return "now"
+    seconds = math.ceil(ms / 1000)
+    if seconds < 120:
+        return f"in {seconds} s"
+    mins = round(seconds / 60)
+    return f"in {mins} min" if mins < 120 else f"in {round(mins / 60)} h"
 
 
 def _kind(topic: str, record: dict[str, Any]) -> str:
@@ -317,6 +363,7 @@ def demo(
             "qmon-demo",
             shuffle_partitions=config.job.shuffle_partitions,
             checkpoint_fs=config.job.checkpoint_fs,
+            settings=config.spark_settings(),
         )
         say("starting the qmon job; waiting for its first micro-batch to answer the set-up commands")
         query = start_query(spark, config, bootstrap, str(base / "checkpoint"))

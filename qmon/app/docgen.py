@@ -160,6 +160,20 @@ def config_page() -> str:
         "(`ALTER QLOCAL`) changes a queue's attributes from then on. A `structures[]` entry describes one CF "
         "structure; records name their structure in the QueueActivity `structure` field.\n"
     )
+    out.append(
+        "\n## Shared queues\n\n"
+        "A `qsgs[]` entry declares a queue-sharing group of IBM MQ for z/OS: its `name` (1-4 characters, no queue "
+        "manager's name), its `members` (queue managers as the records' `qmgr` names them, each in one group "
+        "only) and its `shared_queues` (queue-name patterns, `*` and `?`). A member's queue whose name matches "
+        "is the group's shared queue: every member's puts, gets and commands for it drive one service timer, one "
+        "depth, one set of statistics and one stall alert, and its records name the group (`qsg`) and the member "
+        "whose operation raised them (`qmgr`).\n\n"
+        '```yaml\nqsgs:\n  - name: QSG1\n    members: [QM1, QM2]\n    shared_queues: ["PAYROLL.*"]\n```\n\n'
+        "Which queues are shared is decided here: `DEFINE QLOCAL(name) QSGDISP(SHARED)` is accepted for a queue "
+        "that `shared_queues` matches and refused, naming this setting, for any other; changing `qsgs` takes "
+        "effect when the job restarts. `queues[]` applies to shared queues by name, as to any queue. "
+        "[Semantics](../design/semantics.md#shared-queues) has the rules.\n"
+    )
     return "".join(out)
 
 

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -35,14 +36,22 @@ LEDGER = topics.DLQ + ".ignored"
 
 
 class MetricsCollector(Collector):
-    """The model's families as Prometheus metric families, built at each scrape."""
+    """The model's families as Prometheus metric families, built at each scrape (``clock``: the scrape's time,
+    Unix seconds, which the oldest messages' ages are measured at)."""
 
-    def __init__(self, metrics: Metrics, lock: threading.Lock, records: dict[str, int]):
-        self.metrics, self.lock, self.records = metrics, lock, records
+    def __init__(
+        self,
+        metrics: Metrics,
+        lock: threading.Lock,
+        records: dict[str, int],
+        clock: Callable[[], float] = time.time,
+    ):
+        self.metrics, self.lock, self.records, self.clock = metrics, lock, records, clock
 
     def collect(self) -> Any:
+        now = self.clock()
         with self.lock:
-            families = self.metrics.families()
+            families = self.metrics.families(now=now)
             read = dict(self.records)
         for f in families:
             if f.kind == "histogram":

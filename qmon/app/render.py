@@ -32,20 +32,26 @@ def severity(topic: str, r: dict[str, Any]) -> str:
     return "INFO"
 
 
+def _queue(r: dict[str, Any], queue: str) -> str:
+    """A record's queue as a line shows it: ``QM1/Q``; a shared queue's ``QSG1/Q (QM2)``, its group and the member
+    that raised the record."""
+    if r.get("qsg"):
+        return f"{r['qsg']}/{queue} ({r['qmgr']})"
+    return f"{r['qmgr']}/{queue}"
+
+
 def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
     sev = severity(topic, r)
     if topic == topics.PERFORMANCE:
         text = (
-            f"{r['type']:<13} {r['qmgr']}/{r['queue']} reason {r['reason_code']} {r['reason']} "
+            f"{r['type']:<13} {_queue(r, r['queue'])} reason {r['reason_code']} {r['reason']} "
             f"enq={r['msg_enq_count']} deq={r['msg_deq_count']} high={r['high_q_depth']} "
             f"since_reset={r['time_since_reset']}s"
         )
         if r.get("service_time_ms") is not None:
             text += f" service={r['service_time_ms']}ms/{r['service_interval_ms']}ms"
     elif topic == topics.ALERTS:
-        subject = (
-            r["subject"] if r["subject_kind"] == "STRUCTURE" or not r.get("qmgr") else f"{r['qmgr']}/{r['subject']}"
-        )
+        subject = r["subject"] if r["subject_kind"] == "STRUCTURE" or not r.get("qmgr") else _queue(r, r["subject"])
         text = f"{r['type']} {r['state']} {subject}"
         if r.get("usage_after_pct") is not None:
             text += f" usage {r.get('usage_before_pct') or 0:.1f}%->{r['usage_after_pct']:.1f}%"
@@ -82,6 +88,9 @@ def line(topic: str, r: dict[str, Any], colour: bool = False) -> str:
             text += f", {r['overflow_structure']} {r.get('overflow_used_elements') or 0}/{r.get('overflow_capacity_elements')}"
         if r.get("overflow_mode"):
             text += f", OVERFLOW MODE ({r.get('queues_in_overflow')} queues)"
+        for field, what in (("ovflwmax_eta", "OVFLWMAX"), ("full_eta", "full"), ("overflow_full_eta", "overflow full")):
+            if r.get(field) is not None:
+                text += f", {what} at {_time(r[field])}"
     elif topic == topics.SNAPSHOT:
         depths = " ".join(f"{q['queue']}={q['depth']}" for q in r.get("queues", [])[:12])
         more = len(r.get("queues", [])) - 12

@@ -12,9 +12,11 @@ For a given seed and rate the sequence of records is always the same; only ``t0`
   in every cycle while puts continue (QSVCINT_HIGH, QUEUE_STALLED), then catches up
   (QSVCINT_OK);
 * two IMS systems (IMSA, IMSB) sharing the CF list structures MSGQ1 and MSGQ2,
-  with IMS queue-type names (1 transaction ready, 5 LTERM ready): in the first part
-  of each cycle puts outpace gets, so MSGQ1 fills until it is altered and goes into
-  overflow, then drains; ~3% of IMS messages are long (split to staging queues);
+  with IMS queue-type names (1 transaction ready, 5 LTERM ready): in the first 36 s
+  of each minute-long cycle puts outpace gets, so MSGQ1 fills steadily (at 100 records/s,
+  for about half a minute: time enough for a fill forecast to see it coming) until it is
+  altered and goes into overflow, and MSGQ2 fills up faster; then both drain, and stay
+  nearly empty until the next cycle; ~3% of IMS messages are long (split to staging queues);
 * now and then a malformed record (random bytes) that qmon must dead-letter.
 """
 
@@ -47,10 +49,11 @@ class Simulator:
     seed: int = 1
     rate: float = 200.0  # records per second of event time
     t0: int = 1_700_000_000_000
-    cycle_s: float = 40.0  # one fill/drain and slow/recover cycle
+    cycle_s: float = 60.0  # one fill/drain and slow/recover cycle
     slow_from_s: float = 8.0  # PAYROLL.REQUEST's consumer stops ...
     slow_s: float = 6.0  # ... for this long
-    fill_s: float = 20.0  # IMS puts outpace gets in the first part of each cycle
+    fill_s: float = 36.0  # IMS puts outpace gets in the first part of each cycle ...
+    fill_puts: tuple[float, float] = (0.6, 0.78)  # ... this share of MSGQ1's, MSGQ2's IMS calls being puts
     malformed_every: int = 700
     mq_queues: int = 80
     ims_queues: int = 120
@@ -101,9 +104,10 @@ class Simulator:
         return self.rng.choice([200, 400, 700, 1_000, 1_500, 2_500])
 
     def _ims(self, ts: int, filling: bool) -> Item:
-        structure, names = ("MSGQ1", self.ims1) if self.rng.random() < 0.8 else ("MSGQ2", self.ims2)
+        msgq1 = self.rng.random() < 0.8
+        structure, names = ("MSGQ1", self.ims1) if msgq1 else ("MSGQ2", self.ims2)
         system = self.rng.choice(IMS_SYSTEMS)
-        put_p = 0.78 if filling else 0.2
+        put_p = self.fill_puts[0 if msgq1 else 1] if filling else 0.2
         if self.rng.random() < put_p:
             # the busiest queues get most of the work, so overflow has clear candidates
             if self.rng.random() < 0.7:

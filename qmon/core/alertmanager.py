@@ -4,8 +4,9 @@ One Alertmanager alert per qmon alert episode (``alert_id``).  Its labels identi
 deduplicates every re-send of the same episode: ``alertname`` (the alert type), ``severity`` (lower
 case, as Prometheus rules write it: ``critical``, ``warning``), ``qmgr``, ``queue``, ``structure`` (those
 that apply) and ``alert_id``.  Annotations: ``summary``, ``description`` (the product's message, e.g.
-``CQS0205E STRUCTURE MSGQ1 IS FULL``, or the summary when the alert has none) and ``runbook`` (the
-operator action).
+``CQS0205E STRUCTURE MSGQ1 IS FULL``, or the summary when the alert has none), ``runbook`` (the
+operator action) and, for a forecast (STRUCTURE_FILL_FORECAST, QUEUE_FILL_FORECAST), ``eta``: the instant it
+predicts its threshold is reached, ISO-8601 UTC.
 
 * FIRING: sent at once with ``startsAt`` = the alert's ts and ``endsAt`` = now + ``4 × resend``, then
   re-sent every ``resend`` while it fires (Prometheus does the same), so Alertmanager never resolves it on
@@ -32,18 +33,21 @@ def _iso(ms: int) -> str:
 
 def labels_of(rec: dict[str, Any]) -> dict[str, str]:
     labels = {"alertname": rec["type"], "severity": str(rec["severity"]).lower(), "alert_id": rec["alert_id"]}
-    for name in ("qmgr", "queue", "structure"):
+    for name in ("qmgr", "qsg", "queue", "structure"):
         if rec.get(name):
             labels[name] = str(rec[name])
     return labels
 
 
 def annotations_of(rec: dict[str, Any]) -> dict[str, str]:
-    return {
+    out = {
         "summary": rec["summary"],
         "description": rec.get("message") or rec["summary"],
         "runbook": rec["action"],
     }
+    if rec.get("eta") is not None:  # a FIRING forecast's predicted instant
+        out["eta"] = _iso(to_ms(rec["eta"]))
+    return out
 
 
 @dataclass

@@ -15,8 +15,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from qmon.core.forecaster import SAMPLES, ForecastSettings
 from qmon.core.mqsc import MAX_NAME
 from qmon.core.queues import MQ_DEFAULTS, MonitorSettings, QueueDefaults
+from qmon.core.sharing import QueueSharingGroup, Sharing
 from qmon.core.structures import ExitRule, OverflowExit, StructureDef, StructureSettings
 
 logger = logging.getLogger(__name__)
@@ -24,6 +26,15 @@ logger = logging.getLogger(__name__)
 
 class ConfigError(ValueError):
     """A configuration file that qmon cannot start with."""
+
+
+class _At(ValueError):
+    """A problem found by a check of the whole file (a model validator), at ``at``: the keys below the model's
+    that ``load_config`` reports its line of."""
+
+    def __init__(self, at: tuple[str | int, ...], message: str):
+        super().__init__(message)
+        self.at = at
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|seconds?|m|minutes?|h|hours?|d|days?)\s*$")
@@ -265,6 +276,99 @@ class MonitorConfig(_Model):
         return v
 
 
+class ForecastConfig(_Model):
+    """Fill forecasts: STRUCTURE_FILL_FORECAST and QUEUE_FILL_FORECAST (the alert catalogue)."""
+
+    horizon: str = Field(
+        "15 minutes",
+        description="a forecast fires when a structure or queue is predicted to reach its threshold within this "
+        "much event time; the trend is read over as long a window (a duration; 0 s turns forecasts off)",
+    )
+    min_confidence: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the least confidence a forecast fires with: the rank correlation of the window's samples "
+        "with time, 1 for a level that only rises, near 0 for one that climbs and falls back (a consumer "
+        "draining in batches)",
+    )
+
+    @field_validator("horizon")
+    @classmethod
+    def _horizon(cls, v: str) -> str:
+        ms = duration_ms(v)
+        if 0 < ms < 1000 * SAMPLES:
+            raise ValueError(f"{v!r} is shorter than {SAMPLES} seconds (the trend is sampled {SAMPLES} times over it)")
+        return v
+
+    def settings(self) -> ForecastSettings:
+        return ForecastSettings(duration_ms(self.horizon), self.min_confidence)
+
+
+#: an MQ object name's characters (IBM MQ, *Rules for naming IBM MQ objects*)
+_MQ_NAME = re.compile(r"^[A-Za-z0-9._/%]{1,48}$")
+#: a queue-sharing group's name: 1-4 characters, upper-case letters, digits, @, # and $, not a digit first
+_QSG_NAME = re.compile(r"^[A-Z@#$][A-Z0-9@#$]{0,3}$")
+
+
+class QsgConfig(_Model):
+    """A queue-sharing group (IBM MQ for z/OS) and its shared queues: every member's puts, gets and commands for
+    a shared queue reach one queue (the semantics page, *Shared queues*)."""
+
+    name: str = Field(
+        description="the queue-sharing group's name: 1-4 characters (upper-case letters, digits, @ # $), "
+        "different from every queue manager's name, as IBM MQ requires"
+    )
+    members: tuple[str, ...] = Field(
+        min_length=1, description="its queue managers, as the records' qmgr field names them; each in one group only"
+    )
+    shared_queues: tuple[str, ...] = Field(
+        (),
+        description="names of its shared queues (patterns, * and ?): a member's queue whose name matches is the "
+        "group's shared queue, as DEFINE QLOCAL(name) QSGDISP(SHARED) makes it",
+    )
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _QSG_NAME.match(v):
+            raise ValueError(
+                f"{v!r} is not a queue-sharing group name: 1-4 characters, upper-case letters, digits, @ # $, "
+                "not a digit first"
+            )
+        return v
+
+    @field_validator("members")
+    @classmethod
+    def _members(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not _MQ_NAME.match(name):
+                raise ValueError(f"{name!r} is not a queue manager name (1-48 letters, digits and . / _ %)")
+        dup = sorted({n for n in v if v.count(n) > 1})
+        if dup:
+            raise ValueError(f"{dup[0]} is listed twice")
+        return v
+
+    @field_validator("shared_queues")
+    @classmethod
+    def _patterns(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in v:
+            if not re.fullmatch(r"[A-Za-z0-9._/%*?]{1,48}", pattern):
+                raise ValueError(
+                    f"{pattern!r} is not a queue-name pattern: 1-48 characters, those of a queue name "
+                    "(letters, digits, . / _ %) and the wildcards * and ?"
+                )
+        return v
+
+    def group(self) -> QueueSharingGroup:
+        return QueueSharingGroup(self.name, self.members, self.shared_queues)
+
+
 class StructureConfig(_Model):
     """A CQSSGxxx STRUCTURE statement plus its CFRM policy entry (IMS, *CQS structure overflow function*); sizes
     in KB."""
@@ -409,11 +513,20 @@ class MqTraceConfig(_Model):
         return (self.encoding, self.timezone)
 
 
+#: Spark settings qmon's configuration has a key of its own for (the ``spark:`` section refuses them)
+OWN_SPARK_KEYS = {
+    "spark.master": "job.master (or --master)",
+    "spark.sql.shuffle.partitions": "job.shuffle_partitions",
+    "spark.app.name": "application name (qmon)",
+}
+
+
 class Config(_Model):
     kafka: KafkaConfig = Field(KafkaConfig(), description="the Kafka cluster and qmon's topics")
     mq_trace: MqTraceConfig = Field(MqTraceConfig(), description="IBM MQ application activity trace as input")
     job: JobConfig = Field(JobConfig(), description="the Spark job")
     monitor: MonitorConfig = Field(MonitorConfig(), description="the monitor's rules")
+    forecast: ForecastConfig = Field(ForecastConfig(), description="fill forecasts of structures and queues")
     queues: tuple[QueueDefaultsConfig, ...] = Field(
         (), description="queue attributes by name pattern, as DEFINE QLOCAL would set them"
     )
@@ -424,6 +537,28 @@ class Config(_Model):
         None,
         description="the Queue Overflow exit: rules (first match wins; default approve) or a module:function path",
     )
+    qsgs: tuple[QsgConfig, ...] = Field(
+        (), description="queue-sharing groups (IBM MQ for z/OS): their members and shared queues"
+    )
+    spark: dict[str, str | int | float | bool] = Field(
+        {},
+        description="Spark settings for qmon's session (spark.executor.memory: 4g, ...): each wins over qmon's "
+        "own default for its key, and a setting given to Spark itself (spark-submit's --conf, "
+        "spark-defaults.conf) wins over it",
+    )
+
+    @model_validator(mode="after")
+    def _spark(self) -> Config:
+        for key in self.spark:
+            if not key.startswith("spark."):
+                raise _At(("spark", key), f"{key!r} is not a Spark setting (they start with 'spark.')")
+            if key in OWN_SPARK_KEYS:
+                raise _At(("spark", key), f"{key!r} is set by qmon's {OWN_SPARK_KEYS[key]}: set that instead")
+        return self
+
+    def spark_settings(self) -> dict[str, str]:
+        """The ``spark:`` section as Spark takes its settings (booleans as ``true``/``false``)."""
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in self.spark.items()}
 
     @field_validator("overflow_exit")
     @classmethod
@@ -438,6 +573,38 @@ class Config(_Model):
             raise ValueError(f"structure {dup[0]} is defined more than once")
         return self
 
+    @model_validator(mode="after")
+    def _groups(self) -> Config:
+        """A queue manager is a member of one queue-sharing group at most, and a group's name is no queue
+        manager's (IBM MQ: "must be different from any queue manager names")."""
+        group_of: dict[str, str] = {}
+        names: dict[str, int] = {}
+        for i, g in enumerate(self.qsgs):
+            if g.name in names:
+                raise _At(
+                    ("qsgs", i, "name"), f"queue-sharing group {g.name} is declared twice (qsgs[{names[g.name]}])"
+                )
+            names[g.name] = i
+            for j, member in enumerate(g.members):
+                if member in group_of:
+                    raise _At(
+                        ("qsgs", i, "members", j),
+                        f"queue manager {member} is a member of queue-sharing group {group_of[member]} already; a queue "
+                        "manager is a member of one queue-sharing group only",
+                    )
+                group_of[member] = g.name
+        for i, g in enumerate(self.qsgs):
+            if g.name in group_of:
+                raise _At(
+                    ("qsgs", i, "name"),
+                    f"{g.name} is the name of a queue manager (a member of {group_of[g.name]}); a queue-sharing "
+                    "group's name must be different from every queue manager's",
+                )
+        return self
+
+    def sharing(self) -> Sharing:
+        return Sharing(tuple(g.group() for g in self.qsgs))
+
     def structure_settings(self) -> StructureSettings:
         if isinstance(self.overflow_exit, str):
             exit_ = OverflowExit(callable_path=self.overflow_exit)
@@ -447,6 +614,7 @@ class Config(_Model):
             tuple(s.definition() for s in self.structures),
             exit_,
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
+            forecast=self.forecast.settings(),
         )
 
     def monitor_settings(self) -> MonitorSettings:
@@ -456,6 +624,8 @@ class Config(_Model):
             journal_near_pct=self.monitor.journal_near_pct,
             stall_clear_hold_ms=duration_ms(self.monitor.stall_clear_hold),
             snapshot_interval_ms=duration_ms(self.monitor.snapshot_interval),
+            forecast=self.forecast.settings(),
+            sharing=self.sharing(),
         )
 
 
@@ -589,10 +759,13 @@ def load_config(path: str | Path | None) -> Config:
         problems = []
         for err in exc.errors():
             loc = tuple(err["loc"])
+            msg = err["msg"]
+            found = err.get("ctx", {}).get("error")
+            if isinstance(found, _At):  # a check of the whole file, at the key it names
+                loc, msg = loc + found.at, str(found)
             key = ".".join(str(p) for p in loc)
             line = _line_of(doc, loc)
             where = f"line {line}" if line else "line ?"
-            msg = err["msg"]
             if err["type"] == "extra_forbidden" and key in REMOVED_KEYS:
                 msg = f"no longer a setting: {REMOVED_KEYS[key]}; delete the key"
             elif err["type"] == "extra_forbidden":

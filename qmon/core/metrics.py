@@ -4,16 +4,25 @@
 ``Metrics.families()`` lists every metric as ``Family`` values (name, type, help, samples) that the
 exporter turns into Prometheus metric families.  Series come and go with what they describe:
 
-* a queue's series (depth, service time, event counts) appear with its first snapshot or event and go
-  when a snapshot says its shard forgot it (idle past ``monitor.queue_ttl``);
+* a queue's series (depth, service time, event counts, its oldest message's age, its last put and get) appear
+  with its first snapshot or event and go when a snapshot says its shard forgot it (idle past
+  ``monitor.queue_ttl``); the oldest message's age, last put and last get have no sample while the latest
+  snapshot has none to give (an empty queue, puts or gets qmon did not see);
+* a structure's series come with its snapshots: usage, size, overflow mode, its OVFLWMAX and FULLTHRESHOLD, and
+  the instants its trend reaches OVFLWMAX and full (``ovflwmax_eta``, ``full_eta``, ``overflow_full_eta``: qmon's
+  forecast, no sample while it is not heading there); an overflow structure's under its own name;
 * ``qmon_alerts_firing{type,subject}`` is 1 while an episode of that type on that subject is FIRING and
-  is gone once every such episode is RESOLVED;
+  is gone once every such episode is RESOLVED; a FIRING QUEUE_FILL_FORECAST's ``eta`` is its queue's
+  ``qmon_queue_fill_eta_timestamp_seconds`` until it resolves;
 * the job's health comes from ``QueryProgress`` records (one per micro-batch);
 * dead letters are counted by reason, original topic and putting application (``qmon.core.deadletters``);
   the DLQ handler's ledger (``on_ledger``) says which of them it has left on the DLQ, and a series of
   ``qmon_dead_letters_left`` goes when its last record leaves the ledger.
 
-Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event.
+Service time is MQ's: the ``service_time_ms`` of the latest QSVCINT_HIGH / QSVCINT_OK event, and QSVCINT its
+``service_interval_ms``.  The oldest
+message's age is measured at each scrape (``families(now=...)``) from its put time, as MQ's MSGAGE is when it
+is displayed, so it grows while the queue does not change.
 """
 
 from __future__ import annotations
@@ -47,11 +56,16 @@ class Metrics:
 
     def __init__(self) -> None:
         self.depth: dict[tuple[str, str], int] = {}
+        self.oldest_put: dict[tuple[str, str], float] = {}  # (qmgr, queue) -> its oldest message's put, Unix s
+        self.last_put: dict[tuple[str, str], float] = {}
+        self.last_get: dict[tuple[str, str], float] = {}
         self.service_time: dict[tuple[str, str], float] = {}
+        self.service_interval: dict[tuple[str, str], float] = {}  # (qmgr, queue) -> QSVCINT, seconds
         self.events: Counter[tuple[str, str, str]] = Counter()
         self.structures: dict[str, dict[str, float]] = {}  # name (primary or overflow) -> its gauges
         self.firing: dict[tuple[str, str], set[str]] = {}  # (type, subject) -> alert_ids FIRING
         self.alert_key: dict[str, tuple[str, str]] = {}  # alert_id -> (type, subject)
+        self.fill_eta: dict[str, tuple[str, str, float]] = {}  # FIRING QUEUE_FILL_FORECAST -> (qmgr, queue, eta)
         self.dead_letters: Counter[Labels] = Counter()
         self.ledger: dict[str, tuple[str, Labels]] = {}  # ledger key -> (state, labels) of a record left on the DLQ
         self.input_records: Counter[str] = Counter()
@@ -81,35 +95,59 @@ class Metrics:
         qmgr = rec.get("qmgr")
         if qmgr is not None:
             for q in rec.get("queues") or []:
-                self.depth[(qmgr, q["queue"])] = int(q["depth"])
+                key = (qmgr, q["queue"])
+                self.depth[key] = int(q["depth"])
+                for times, attr in (
+                    (self.oldest_put, "oldest_message_put"),
+                    (self.last_put, "last_put"),
+                    (self.last_get, "last_get"),
+                ):
+                    if q.get(attr) is None:
+                        times.pop(key, None)
+                    else:
+                        times[key] = to_ms(q[attr]) / 1000.0
             for name in rec.get("forgotten") or []:
                 self._forget(qmgr, name)
         name = rec.get("structure")
         if name is not None and rec.get("capacity_elements") is not None:
-            self.structures[name] = {
+            gauges = self.structures[name] = {
                 "usage": _ratio(rec.get("used_elements"), rec["capacity_elements"]),
                 "size": float((rec.get("size_kb") or 0) * 1024),
                 "mode": 1.0 if rec.get("overflow_mode") else 0.0,
                 "in_overflow": float(rec.get("queues_in_overflow") or 0),
             }
+            for pct in ("ovflwmax", "fullthreshold"):  # % of the structure, as a ratio beside its usage
+                if rec.get(pct) is not None:
+                    gauges[pct] = rec[pct] / 100.0
+            for eta in ("ovflwmax_eta", "full_eta"):
+                if rec.get(eta) is not None:
+                    gauges[eta] = to_ms(rec[eta]) / 1000.0
             ovf = rec.get("overflow_structure")
             if ovf is not None and rec.get("overflow_capacity_elements"):
-                self.structures[ovf] = {
+                gauges = self.structures[ovf] = {
                     "usage": _ratio(rec.get("overflow_used_elements"), rec["overflow_capacity_elements"]),
                     "size": float((rec.get("overflow_size_kb") or 0) * 1024),
                 }
+                if rec.get("overflow_full_eta") is not None:
+                    gauges["full_eta"] = to_ms(rec["overflow_full_eta"]) / 1000.0
 
     def _forget(self, qmgr: str, queue: str) -> None:
         self.depth.pop((qmgr, queue), None)
+        for times in (self.oldest_put, self.last_put, self.last_get):
+            times.pop((qmgr, queue), None)
         self.service_time.pop((qmgr, queue), None)
+        self.service_interval.pop((qmgr, queue), None)
         for key in [k for k in self.events if k[0] == qmgr and k[1] == queue]:
             del self.events[key]
 
     def _performance(self, rec: dict[str, Any]) -> None:
-        key = (rec["qmgr"], rec["queue"])
+        # a shared queue's under its queue-sharing group's name, as its snapshots give its depth
+        key = (rec.get("qsg") or rec["qmgr"], rec["queue"])
         self.events[(*key, rec["type"])] += 1
         if rec["type"].startswith("QSVCINT") and rec.get("service_time_ms") is not None:
             self.service_time[key] = rec["service_time_ms"] / 1000.0
+        if rec["type"].startswith("QSVCINT") and rec.get("service_interval_ms") is not None:
+            self.service_interval[key] = rec["service_interval_ms"] / 1000.0
 
     def _alert(self, rec: dict[str, Any]) -> None:
         aid, state = rec["alert_id"], rec["state"]
@@ -117,7 +155,10 @@ class Metrics:
             key = (rec["type"], rec["subject"])
             self.alert_key[aid] = key
             self.firing.setdefault(key, set()).add(aid)
+            if rec["type"] == "QUEUE_FILL_FORECAST" and rec.get("eta") is not None and rec.get("qmgr"):
+                self.fill_eta[aid] = (rec["qmgr"], rec.get("queue") or rec["subject"], to_ms(rec["eta"]) / 1000.0)
         elif state == "RESOLVED" and aid in self.alert_key:
+            self.fill_eta.pop(aid, None)
             key = self.alert_key.pop(aid)
             ids = self.firing.get(key, set())
             ids.discard(aid)
@@ -162,11 +203,16 @@ class Metrics:
 
     # ------------------------------------------------------------ output
 
-    def families(self) -> list[Family]:
+    def families(self, *, now: float) -> list[Family]:
+        """Every metric, the oldest messages' ages measured at ``now`` (Unix seconds: the scrape's time)."""
+
         def fam(name: str, kind: str, text: str, labels: tuple[str, ...], samples: Any) -> Family:
             return Family(name, kind, text, labels, sorted(samples))
 
         s = self.structures
+        fill_eta: dict[tuple[str, str], float] = {}
+        for qmgr, queue, eta in self.fill_eta.values():
+            fill_eta[(qmgr, queue)] = min(eta, fill_eta.get((qmgr, queue), eta))
         out = [
             fam(
                 "qmon_queue_depth",
@@ -181,6 +227,43 @@ class Metrics:
                 "MQ's service time of the queue's latest service-interval event (QSVCINT_HIGH / QSVCINT_OK).",
                 ("qmgr", "queue"),
                 self.service_time.items(),
+            ),
+            fam(
+                "qmon_queue_service_interval_seconds",
+                "gauge",
+                "The queue's QSVCINT (service interval), from its latest service-interval event.",
+                ("qmgr", "queue"),
+                self.service_interval.items(),
+            ),
+            fam(
+                "qmon_queue_fill_eta_timestamp_seconds",
+                "gauge",
+                "When the queue's depth reaches MAXDEPTH, or QDEPTHHI where depth high events are enabled, as a "
+                "firing QUEUE_FILL_FORECAST predicts (Unix time; the earliest while both fire).",
+                ("qmgr", "queue"),
+                fill_eta.items(),
+            ),
+            fam(
+                "qmon_queue_oldest_message_age_seconds",
+                "gauge",
+                "Age of the oldest message on the queue at the scrape (MQ's MSGAGE), from its put time in the latest "
+                "snapshot; none while the queue is empty or qmon did not see its oldest messages' puts.",
+                ("qmgr", "queue"),
+                ((k, max(0.0, now - put)) for k, put in self.oldest_put.items()),
+            ),
+            fam(
+                "qmon_queue_last_put_timestamp_seconds",
+                "gauge",
+                "When the last put qmon saw on the queue happened (MQ's LPUTDATE and LPUTTIME), Unix time.",
+                ("qmgr", "queue"),
+                self.last_put.items(),
+            ),
+            fam(
+                "qmon_queue_last_get_timestamp_seconds",
+                "gauge",
+                "When the last get qmon saw on the queue happened (MQ's LGETDATE and LGETTIME), Unix time.",
+                ("qmgr", "queue"),
+                self.last_get.items(),
             ),
             fam(
                 "qmon_queue_events",
@@ -216,6 +299,38 @@ class Metrics:
                 "Queues the overflow exit approved (moved to the overflow structure, or puts rejected).",
                 ("structure",),
                 (((n,), g["in_overflow"]) for n, g in s.items() if "in_overflow" in g),
+            ),
+            fam(
+                "qmon_structure_ovflwmax_ratio",
+                "gauge",
+                "The structure's OVFLWMAX over its capacity (0..1), where CQS alters it or puts it into overflow mode; "
+                "primary structures only, none for a resource structure.",
+                ("structure",),
+                (((n,), g["ovflwmax"]) for n, g in s.items() if "ovflwmax" in g),
+            ),
+            fam(
+                "qmon_structure_fullthreshold_ratio",
+                "gauge",
+                "The structure's FULLTHRESHOLD over its capacity (0..1), where STRUCTURE_NEAR_FULL fires; primary "
+                "structures only.",
+                ("structure",),
+                (((n,), g["fullthreshold"]) for n, g in s.items() if "fullthreshold" in g),
+            ),
+            fam(
+                "qmon_structure_ovflwmax_eta_timestamp_seconds",
+                "gauge",
+                "When the structure's usage reaches OVFLWMAX at its trend, as qmon forecasts it in its latest "
+                "snapshot (Unix time); none while it is not heading there.",
+                ("structure",),
+                (((n,), g["ovflwmax_eta"]) for n, g in s.items() if "ovflwmax_eta" in g),
+            ),
+            fam(
+                "qmon_structure_full_eta_timestamp_seconds",
+                "gauge",
+                "When the structure is full (100 %) at its trend, as qmon forecasts it in its latest snapshot (Unix "
+                "time); an overflow structure under its own name; none while it is not heading there.",
+                ("structure",),
+                (((n,), g["full_eta"]) for n, g in s.items() if "full_eta" in g),
             ),
             fam(
                 "qmon_alerts_firing",

@@ -242,9 +242,16 @@ _IGNORED_QUEUE_ATTRS = {
     "LIKE",
     "CLUSTER",
     "CLUSNL",
-    "QSGDISP",
     "CMDSCOPE",
 }
+
+#: QSGDISP on DEFINE and ALTER QLOCAL (IBM MQ for z/OS, *DEFINE queues*): where the queue's definition is and
+#: who shares it.  SHARED: one queue for every member of the queue-sharing group; the others: the queue of the
+#: queue manager the command is for (PRIVATE, on ALTER only: its QMGR or COPY definition).  Kept in
+#: ``Command.attrs`` as ``QSGDISP``; which queues are shared is qmon's configuration's to say
+#: (``qmon.core.sharing``), so the rules check it against the configuration rather than apply it.
+QSGDISP = "QSGDISP"
+_QSGDISP = {"DEFINE": ("QMGR", "COPY", "GROUP", "SHARED"), "ALTER": ("QMGR", "COPY", "GROUP", "SHARED", "PRIVATE")}
 
 #: IMS queue types that never register interest (staging, suspend, APPC, OTMA) are
 #: ``qmon.core.interest.NO_INTEREST_TYPES`` (imported above, and still importable from here).
@@ -296,6 +303,8 @@ def parse_command(text: str) -> Command:
         for kw, value, _ in rest:
             if kw in _QUEUE_ATTRS:
                 attrs[kw] = _QUEUE_ATTRS[kw](value, None)
+            elif kw == QSGDISP:
+                attrs[kw] = _choice(QSGDISP, value, _QSGDISP[verb])
             elif kw in ("REPLACE", "NOREPLACE") and verb == "DEFINE":
                 attrs["REPLACE"] = kw == "REPLACE"
             elif kw in _IGNORED_QUEUE_ATTRS:
@@ -304,7 +313,7 @@ def parse_command(text: str) -> Command:
                 raise MqscError(
                     kw,
                     f"{kw}: not a queue attribute qmon accepts "
-                    f"(QSVCIEV, QSVCINT, MAXDEPTH, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV)",
+                    f"(QSVCIEV, QSVCINT, MAXDEPTH, QDEPTHHI, QDEPTHLO, QDPHIEV, QDPLOEV, QDPMAXEV, QSGDISP)",
                 )
         return Command(verb, "QLOCAL", name, attrs, tuple(ignored))
 

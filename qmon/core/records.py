@@ -39,6 +39,9 @@ class QueueSnapshot(TypedDict):
     queue: str
     depth: int
     service_timer_start: int | None
+    oldest_message_put: int | None
+    last_put: int | None
+    last_get: int | None
 
 
 class Snapshot(TypedDict, total=False):
@@ -48,7 +51,8 @@ class Snapshot(TypedDict, total=False):
 
     event_id: str
     ts: Any  # epoch ms as written; a datetime once Avro-decoded
-    qmgr: str | None
+    qmgr: str | None  # a queue shard's queue manager, or a queue-sharing group's name for its shared queues
+    qsg: str | None  # a queue-sharing group's shard: the group's name (its shared queues), else None
     queues: list[QueueSnapshot]
     forgotten: list[str]
     structure: str | None
@@ -61,13 +65,20 @@ class Snapshot(TypedDict, total=False):
     overflow_used_elements: int | None
     overflow_mode: bool | None
     queues_in_overflow: int | None
+    ovflwmax: int | None
+    fullthreshold: int | None
+    ovflwmax_eta: int | None
+    full_eta: int | None
+    overflow_full_eta: int | None
 
 
 class SubjectKind(StrEnum):
     """What an alert is about (the ``subject_kind`` field of an Alert record)."""
 
     STRUCTURE = "STRUCTURE"  # a CF structure (subject: STRNAME)
-    QUEUE = "QUEUE"  # a queue of a queue manager (subject: the queue name; qmgr: its queue manager)
+    # a queue of a queue manager (subject: the queue name; qmgr: its queue manager), or a shared queue of a
+    # queue-sharing group (qsg: the group; qmgr: the member whose operation raised the alert)
+    QUEUE = "QUEUE"
     JOURNAL = "JOURNAL"  # an IBM i journal (subject: LIB/AMQxJRN; qmgr: its queue manager)
 
 
@@ -87,9 +98,13 @@ def alert(
     queue: str | None = None,
     qmgr: str | None = None,
     message: str | None = None,
+    eta: int | None = None,
+    qsg: str | None = None,
     **numbers: Any,
 ) -> dict[str, Any]:
-    """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after."""
+    """An Alert record; ``numbers``: usage_before_pct, usage_after_pct, size_kb_before/after; ``eta``: the instant
+    a FIRING forecast predicts; ``qsg``: the queue-sharing group of a shared queue (``qmgr`` then names the
+    member)."""
     return {
         "event_id": eid,
         "type": type_,
@@ -109,6 +124,8 @@ def alert(
         "message": message,
         "summary": summary,
         "action": action,
+        "eta": eta,
+        "qsg": qsg,
     }
 
 
@@ -119,3 +136,14 @@ def iso(ms: int) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def minutes(ms: int) -> str:
+    """A duration to the minute, as an alert says it: ``0 min``, ``12 min``, ``1 h 5 min``."""
+    m = (ms + 30_000) // 60_000
+    return f"{m // 60} h {m % 60} min" if m >= 60 else f"{m} min"
+
+
+def within(ms: int) -> str:
+    """When, from now, as an alert says it: ``in under a minute``, ``in about 12 min``."""
+    return "in under a minute" if ms < 30_000 else f"in about {minutes(ms)}"

@@ -2,10 +2,15 @@
 
 This is the reference the Spark operators are tested against (same outputs,
 same event_ids), and the hand-written baseline of the benchmarks: one
-``QueueMonitor`` per queue manager (no shards) and one ``StructureMonitor`` per
+``QueueMonitor`` per queue manager (no shards), one per queue-sharing group for its shared queues
+(``qmon.core.sharing``), and one ``StructureMonitor`` per
 structure, fed records in the order the job uses: (ts, commands first, arrival), with the job's duplicate
 check ahead of them (``qmon.core.dedup``: the first copy of a record in its slice of ts is kept; within one
 run nothing is forgotten).
+
+A record or command for a shared queue goes to its group's monitor, whichever member it names; a command for
+the whole queue manager (ALTER QMGR, PING QMGR, interest) to the member's, and to its group's without a reply
+(whose shard keeps each member's PERFMEV), as the job delivers them.
 """
 
 from __future__ import annotations
@@ -38,20 +43,36 @@ def run_reference(
     structures: dict[str, StructureMonitor] = {}
     ssettings = structure_settings or StructureSettings()
     slices: dict[int, SliceIds] = {}
+    sharing = settings.sharing
     out: list[Emit] = []
+
+    def monitor(name: str) -> QueueMonitor:
+        """The monitor of a queue manager's own queues, or of a queue-sharing group's shared queues."""
+        mon = monitors.get(name)
+        if mon is None:
+            mon = monitors[name] = QueueMonitor(name, settings)
+        return mon
+
     for ts, _rank, seq, rec in keyed:
         qmgr = rec["qmgr"]
-        mon = monitors.get(qmgr)
-        if mon is None:
-            mon = monitors[qmgr] = QueueMonitor(qmgr, settings)
         if "journal" in rec:
-            out.extend(mon.on_journal(JournalStatus.of(str(rec.get("event_id") or seq), qmgr, ts, rec["journal"])))
+            out.extend(
+                monitor(qmgr).on_journal(JournalStatus.of(str(rec.get("event_id") or seq), qmgr, ts, rec["journal"]))
+            )
         elif "command" in rec:
             try:
                 cmd = parse_command(split_script(rec["command"])[0])
             except (MqscError, IndexError):
                 continue
-            out.extend(mon.on_command(cmd, ts, str(rec.get("command_id") or seq), True))
+            command_id = str(rec.get("command_id") or seq)
+            if cmd.scope == "queue":  # its queue's monitor: a shared queue's is its group's
+                assert cmd.name is not None
+                out.extend(monitor(sharing.owner(qmgr, cmd.name)).on_command(cmd, ts, command_id, True, qmgr))
+                continue
+            out.extend(monitor(qmgr).on_command(cmd, ts, command_id, True))
+            group = sharing.group_of(qmgr)
+            if cmd.scope == "qmgr" and group is not None:
+                out.extend(monitor(group.name).on_command(cmd, ts, command_id, False, qmgr))
         else:
             eid = str(rec.get("event_id") or seq)
             if slices.setdefault(slice_of(ts), SliceIds()).seen((qmgr, rec["queue"], eid)):
@@ -69,7 +90,7 @@ def run_reference(
                 ts,
                 seq,
             )
-            out.extend(mon.on_activity(act))
+            out.extend(monitor(sharing.owner(qmgr, rec["queue"])).on_activity(act))
             name = rec.get("structure")
             if name:
                 smon = structures.get(name)

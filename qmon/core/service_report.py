@@ -365,7 +365,7 @@ def build(
     for r in _first_time(alerts, since_ms, until_ms):
         kind, subject, ts = r["subject_kind"], r["subject"], to_ms(r["ts"])
         if kind == "QUEUE":
-            key = (r.get("qmgr") or "", subject)
+            key = (r.get("qsg") or r.get("qmgr") or "", subject)  # a shared queue: its group's, whichever member
             if select.queue(*key) and r["state"] in ("FIRING", "RESOLVED"):
                 queue_alerts.setdefault(key, []).append(r)
         elif kind == "STRUCTURE" and select.structure(subject):
@@ -378,7 +378,7 @@ def build(
 
     qsvcint: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
     for n, r in enumerate(_first_time(performance, since_ms, until_ms)):
-        key = (r["qmgr"], r["queue"])
+        key = (r.get("qsg") or r["qmgr"], r["queue"])
         if r["type"] in (HIGH, OK) and select.queue(*key):
             qsvcint.setdefault(key, []).append((to_ms(r["ts"]), n, r["type"]))
 

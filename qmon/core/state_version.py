@@ -5,8 +5,10 @@ means starting a new checkpoint: ``CHANGELOG.md``).  Pure."""
 
 from __future__ import annotations
 
-#: 5: duplicate event ids are remembered by the step ahead of the monitor only (no ``recent`` in a queue)
-STATE_VERSION = 5
+#: 6: every queue and structure keeps its fill forecasts' samples and episodes (``fc``), and every queue its
+#: messages' put times and its last put and get (a queue's values by position are shape 4); a queue-sharing
+#: group's shard keeps its members' PERFMEV, and each shared queue the member of its latest record (shape 5)
+STATE_VERSION = 6
 
 
 class StateVersionError(ValueError):

@@ -3,6 +3,7 @@ out of Avro: a field the rules rename breaks these tests, not a user's terminal.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import typing
@@ -11,9 +12,11 @@ from qmon.app.demo import Screen, Thresholds, View, _cut
 from qmon.app.render import line
 from qmon.connectors import avro
 from qmon.core import topics
+from qmon.core.forecaster import ForecastSettings
 from qmon.core.queues import MonitorSettings, QueueMonitor
 from qmon.core.records import Activity, QueueSnapshot, Snapshot
 from qmon.core.structures import StructureDef, StructureMonitor, StructureSettings
+from qmon.core.timeconv import to_ms
 from tests.conftest import ROOT
 
 T = 1_700_000_000_000
@@ -91,6 +94,69 @@ def test_the_frame_shows_structures_with_bars_overflow_mode_queues_and_the_lates
     assert "depth     3" in queue and "QSVCINT_HIGH" in queue and "service 2.5 s of 2.0 s" in queue
     assert "Latest events and alerts" in text and "MQRC_Q_SERVICE_INTERVAL_HIGH" in text
     assert "simulator running" in text.splitlines()[0]
+
+
+def structure_row(view: View, name: str = "MSGQ1") -> str:
+    return next(r for r in view.frame(1.0, width=200, height=45) if r.strip().startswith(name))
+
+
+def overflow_row(view: View) -> str:
+    return next(r for r in view.frame(1.0, width=200, height=45) if r.strip().startswith("overflow "))
+
+
+def with_etas(record: dict, **seconds: float | None) -> dict:
+    """``record`` (a structure's snapshot as Avro decodes it) with ``field=s``: that eta ``s`` seconds after its ts."""
+    later = {k: None if s is None else record["ts"] + dt.timedelta(seconds=s) for k, s in seconds.items()}
+    return {**record, **later}
+
+
+def test_each_structure_shows_when_its_trend_reaches_ovflwmax_and_full_from_its_latest_snapshot():
+    view = View({"MSGQ1": Thresholds(70, 80)})
+    snap = with_etas(structure_snapshot(5, overflow=True), ovflwmax_eta=12, full_eta=39.2, overflow_full_eta=200)
+    view.on_output(topics.SNAPSHOT, snap, "")
+    row = structure_row(view)
+    assert row.endswith("OVERFLOW (2 queues)  OVFLWMAX in 12 s, full in 40 s"), row
+    assert overflow_row(view).endswith("% used, full in 3 min")
+    text = "\n".join(view.frame(1.0, width=200, height=45))
+    assert "time to OVFLWMAX and 100 % (full)" in text
+    # the latest snapshot says: heading for full only, in hours; then for nothing
+    view.on_output(topics.SNAPSHOT, with_etas(snap, ovflwmax_eta=None, full_eta=3 * 3600, overflow_full_eta=None), "")
+    assert structure_row(view).endswith("OVERFLOW (2 queues)  full in 3 h")
+    assert overflow_row(view).endswith("% used")
+    view.on_output(topics.SNAPSHOT, with_etas(snap, ovflwmax_eta=None, full_eta=None, overflow_full_eta=None), "")
+    assert structure_row(view).endswith("OVERFLOW (2 queues)") and " in " not in structure_row(view)
+
+
+def test_a_trend_already_at_its_threshold_reads_now_and_written_epoch_ms_read_as_decoded_ones():
+    view = View({"MSGQ1": Thresholds(70, 80)})
+    snap = structure_snapshot(5)
+    ts = to_ms(snap["ts"])
+    view.on_output(topics.SNAPSHOT, {**snap, "ts": ts, "ovflwmax_eta": ts - 500, "full_eta": ts + 90_001}, "")
+    assert structure_row(view).endswith("KB  OVFLWMAX now, full in 91 s")
+
+
+def test_a_fill_forecast_shows_among_the_latest_alerts_and_its_structure_counts_down():
+    """A structure filling steadily, its fill forecast 30 s ahead: the forecast's FIRING is in the latest events
+    and alerts as any alert is, and the structure's row says when its trend reaches OVFLWMAX and full."""
+    d = StructureDef("MSGQ1", size=256, initsize=256, ovflwstr="OVFQ1", ovflwsize=512, clear_hold_ms=0)
+    settings = StructureSettings((d,), snapshot_interval_ms=1_000, forecast=ForecastSettings(horizon_ms=30_000))
+    mon = StructureMonitor("MSGQ1", settings)
+    alerts = []
+    for i in range(200):  # one data element every 100 ms: OVFLWMAX (359 of 512) at 35.9 s, full at 51.2 s
+        act = Activity(f"e{i}", "IMSA", f"1TRAN{i % 3}", "PUT", T + 100 * i, msg_bytes=512, structure="MSGQ1")
+        alerts += [e.record for e in mon.on_activity(act) if e.topic == topics.ALERTS]
+    (forecast,) = alerts
+    assert forecast["type"] == "STRUCTURE_FILL_FORECAST" and forecast["state"] == "FIRING"
+    (snap,) = mon.snapshot(T + 20_000)  # the newest put at 19.9 s
+    view = View({"MSGQ1": Thresholds(70, 80)})
+    view.on_output(topics.SNAPSHOT, through_avro(topics.SNAPSHOT, snap.record), "")
+    alert = through_avro(topics.ALERTS, forecast)
+    view.on_output(topics.ALERTS, alert, line(topics.ALERTS, alert))
+    text = "\n".join(view.frame(20.0, width=200, height=45))
+    assert structure_row(view).endswith("of 256 KB  OVFLWMAX in 16 s, full in 32 s")
+    latest = text.split("Latest events and alerts", 1)[1]
+    assert "STRUCTURE_FILL_FORECAST FIRING MSGQ1" in latest and "reaches OVFLWMAX 70 % in under a minute" in latest
+    assert view.firing["STRUCTURE_FILL_FORECAST"] == 1 and len(view.episodes["STRUCTURE_FILL_FORECAST"]) == 1
 
 
 def test_the_frame_fits_the_terminal():

@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import promql_parser
 import yaml
 
 from tests.servers import ROOT, binary
@@ -59,6 +60,24 @@ def _promtool(path: Path) -> subprocess.CompletedProcess[str]:
 def test_the_shipped_rules_are_valid():
     out = subprocess.run([binary("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_rule_extrapolates_a_depth_or_a_usage_and_every_alert_has_a_runbook():
+    """qmon's fill forecasts (STRUCTURE_FILL_FORECAST, QUEUE_FILL_FORECAST) do that, as the file's header says."""
+    extrapolating = {"deriv", "delta", "idelta", "predict_linear", "holt_winters", "double_exponential_smoothing"}
+    rules = [r for group in yaml.safe_load(RULES.read_text())["groups"] for r in group["rules"]]
+    for rule in rules:
+        calls: set[str] = set()
+
+        def visit(node: object, calls: set[str] = calls) -> None:
+            if isinstance(node, promql_parser.Call):
+                calls.add(node.func.name)
+
+        promql_parser.walk(promql_parser.parse(rule["expr"]), visit)
+        assert not calls & extrapolating, (rule.get("alert") or rule.get("record"), sorted(calls & extrapolating))
+        if "alert" in rule:
+            assert rule["annotations"].get("runbook") and rule["labels"]["severity"], rule["alert"]
+    assert "no rule here extrapolates a depth or a usage" in " ".join(RULES.read_text().split())
 
 
 def test_events_late_fires_when_batches_take_seconds(tmp_path):

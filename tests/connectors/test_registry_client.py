@@ -44,11 +44,17 @@ ANSWERS: dict[str, tuple[int, str]] = {
 }
 #: the Authorization header of each request the stand-in was sent (None: none)
 SEEN: list[str | None] = []
+#: path -> how many more requests for it the stand-in drops (closes the connection without an answer)
+DROP: dict[str, int] = {}
 
 
 class StandIn(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         SEEN.append(self.headers.get("Authorization"))
+        if DROP.get(self.path, 0) > 0:
+            DROP[self.path] -= 1
+            self.close_connection = True
+            return
         status, body = ANSWERS.get(self.path, (404, "{}"))
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -137,3 +143,14 @@ def test_basic_authentication_goes_with_every_request_and_only_when_given(stand_
     SchemaRegistry(stand_in).schema(1)
     assert SEEN == ["Basic " + base64.b64encode(b"qmon:s3cret:x").decode(), None]
     assert "s3cret" not in repr(SchemaRegistry(stand_in, username="qmon", password="s3cret:x"))
+
+
+def test_a_request_whose_connection_is_closed_without_an_answer_is_sent_again(stand_in: str):
+    """A server or a proxy in front of it may drop a connection before answering: the request is repeated,
+    up to three sends in all, then the registry is named as unreachable."""
+    DROP["/schemas/ids/1"] = 2
+    registry = SchemaRegistry(stand_in)
+    assert registry.schema(1) == '"string"' and registry.requests == 3
+    DROP["/subjects/t.control-value/versions"] = 3
+    with pytest.raises(RegistryUnreachable, match="without response"):
+        SchemaRegistry(stand_in).subject_ids("t.control-value")

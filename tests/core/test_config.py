@@ -197,3 +197,54 @@ def test_schema_registry_errors_name_file_line_and_key(tmp_path, text, line, key
     assert f"{path}: line {line}: {key}:" in message, message
     assert fragment in message
     assert "hunter2" not in message
+
+
+# ---------------------------------------------------------------- queue-sharing groups
+
+QSGS = """\
+qsgs:
+  - name: qsg1
+    members: [QM1, QM2]
+    shared_queues: [PAY.*, ORDERS]
+  - name: QSG2
+    members:
+      - QM3
+"""
+
+
+def test_queue_sharing_groups_reach_the_rules(tmp_path):
+    sharing = load_config(write(tmp_path, QSGS)).monitor_settings().sharing
+    assert [g.name for g in sharing.groups] == ["QSG1", "QSG2"]  # a group's name in upper case, as on z/OS
+    assert sharing.owner("QM1", "PAY.IN") == sharing.owner("QM2", "PAY.IN") == "QSG1"
+    assert sharing.owner("QM2", "ORDERS") == "QSG1" and sharing.owner("QM2", "ORDERS.X") == "QM2"
+    assert sharing.owner("QM3", "PAY.IN") == "QM3"  # QSG2 shares no queue
+    assert sharing.owner("QM9", "PAY.IN") == "QM9"  # in no group
+    assert sharing.group_of("QM3").name == "QSG2" and sharing.group_of("QM9") is None
+
+
+@pytest.mark.parametrize(
+    "text,line,key,fragment",
+    [
+        (QSGS + "      - QM1\n", 8, "qsgs.1.members.1", "member of queue-sharing group QSG1 already"),
+        (QSGS + "  - name: QSG1\n    members: [QM9]\n", 8, "qsgs.2.name", "declared twice"),
+        (QSGS + "  - name: QM1\n    members: [QM9]\n", 8, "qsgs.2.name", "different from every queue manager's"),
+        ("qsgs:\n  - name: GROUP1\n    members: [QM1]\n", 2, "qsgs.0.name", "1-4 characters"),
+        ("qsgs:\n  - name: QSG1\n    members: []\n", 3, "qsgs.0.members", "at least 1"),
+        ("qsgs:\n  - name: QSG1\n    members: [QM1, QM1]\n", 3, "qsgs.0.members", "QM1 is listed twice"),
+        ("qsgs:\n  - name: QSG1\n    members: ['QM 1']\n", 3, "qsgs.0.members", "not a queue manager name"),
+        (
+            "qsgs:\n  - name: QSG1\n    members: [QM1]\n    shared_queues: ['PAY[AB]']\n",
+            4,
+            "qsgs.0.shared_queues",
+            "not a queue-name pattern",
+        ),
+        ("qsgs:\n  - members: [QM1]\n", 2, "qsgs.0.name", "required key is missing"),
+    ],
+)
+def test_queue_sharing_group_errors_name_file_line_and_key(tmp_path, text, line, key, fragment):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert f"{path}: line {line}: {key}:" in message, message
+    assert fragment in message, message

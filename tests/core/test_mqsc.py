@@ -72,6 +72,8 @@ def test_commas_separate_keywords():
         ("REGISTER INTEREST QUEUE(9OTMA) CLIENT(IMSA)", "QUEUE", "OTMA"),
         ("REGISTER INTEREST CLIENT(IMSA)", "QUEUE", "needs QUEUE"),
         ("", "", "empty"),
+        ("DEFINE QLOCAL(A) QSGDISP(PRIVATE)", "QSGDISP", "QMGR, COPY, GROUP, SHARED"),
+        ("ALTER QLOCAL(A) QSGDISP(EVERYWHERE)", "QSGDISP", "QMGR, COPY, GROUP, SHARED, PRIVATE"),
     ],
 )
 def test_errors_name_the_keyword(text, keyword, fragment):
@@ -85,6 +87,24 @@ def test_interest_and_generic_names():
     cmd = parse_command("REGISTER INTEREST QUEUE(1TRAN*) CLIENT(imsa)")
     assert cmd.name == "1TRAN*" and cmd.generic and cmd.scope == "qmgr" and cmd.attrs == {"CLIENT": "IMSA"}
     assert parse_command("ALTER QLOCAL(A)").scope == "queue"
+
+
+def test_qsgdisp_is_parsed_on_define_and_alter_qlocal_and_echoed():
+    cmd = parse_command("def ql(pay.in) qsgdisp(shared) qsvcint(5) cmdscope(*)")
+    assert cmd.attrs == {"QSGDISP": "SHARED", "QSVCINT": 5} and cmd.ignored == ("CMDSCOPE",)
+    assert cmd.scope == "queue"  # to the queue's shard: a shared queue's is its group's
+    assert canonical(cmd) == "DEFINE QLOCAL('PAY.IN') QSGDISP(SHARED) QSVCINT(5)"
+    assert parse_command("ALTER QLOCAL(A) QSGDISP(PRIVATE)").attrs == {"QSGDISP": "PRIVATE"}
+    for disp in ("QMGR", "COPY", "GROUP"):
+        assert parse_command(f"DEFINE QLOCAL(A) QSGDISP({disp})").attrs == {"QSGDISP": disp}
+
+
+def test_qsgdisp_is_not_a_queue_attribute_the_queue_keeps():
+    mon = QueueMonitor("QM1", MonitorSettings())
+    mon.on_command(parse_command("DEFINE QLOCAL(A) QSGDISP(QMGR) QSVCINT(5)"), 0, "c1", reply=False)
+    mon.on_command(parse_command("ALTER QLOCAL(A) QSGDISP(QMGR) QSVCIEV(HIGH)"), 0, "c2", reply=False)
+    attrs = mon.queues["A"]["attrs"]
+    assert "QSGDISP" not in attrs and attrs["QSVCINT"] == 5 and attrs["QSVCIEV"] == "HIGH"
 
 
 def test_canonical_echo():

@@ -289,3 +289,22 @@ def test_records_with_epoch_ms_timestamps_are_read_as_well_as_datetimes():
     resolved = {**alert("QUEUE_STALLED", "RESOLVED", "x", "Q", "01:07", qmgr="QM9"), "ts": at("01:07")}
     (q,) = build([resolved, firing], [], [], SINCE, UNTIL).queues  # in any order
     assert q.alerts[0].resolve_max_ms == 7 * MIN
+
+
+def test_a_shared_queue_is_one_queue_of_its_group_whichever_member_raised_its_records():
+    """A shared queue's stall raised naming one member and resolved naming another is one episode, and its High and
+    OK from two members one service interval, under the group's name."""
+    alerts = [
+        alert("QUEUE_STALLED", "FIRING", "st-s", "PAY.IN", "01:00", qmgr="QM1", qsg="QSG1"),
+        alert("QUEUE_STALLED", "RESOLVED", "st-s", "PAY.IN", "01:04", qmgr="QM2", qsg="QSG1"),
+    ]
+    events = [
+        {**event("QSVCINT_HIGH", "QM2", "PAY.IN", "02:00"), "qsg": "QSG1"},
+        {**event("QSVCINT_OK", "QM1", "PAY.IN", "02:30"), "qsg": "QSG1"},
+    ]
+    (pay,) = build(alerts, events, [], SINCE, UNTIL).queues
+    assert (pay.qmgr, pay.subject) == ("QSG1", "QSG1/PAY.IN")
+    assert pay.episodes == (
+        Episode("st-s", "QUEUE_STALLED", at("01:00"), at("01:04"), open_at_since=False, open_at_until=False),
+    )
+    assert pay.service_interval.not_served_ms == 30 * MIN

@@ -398,13 +398,13 @@ def test_usage_never_drifts_over_many_mixed_puts_and_gets():
 
 
 def test_the_per_queue_fifo_is_bounded_and_totals_stay_exact():
-    from qmon.core.structures import FIFO_MAX_RUNS
+    from qmon.core.message_runs import MAX_RUNS
 
     m = mon(size=10_000, initsize=10_000, ovflwmax=100, fullthreshold=100)
-    for i in range(10 * FIFO_MAX_RUNS):
+    for i in range(10 * MAX_RUNS):
         put(m, "1TRAN", 512 * (1 + i % 7))  # a new size every message: no two runs merge by themselves
-    assert len(m.state["queues"]["1TRAN"]["fifo"]) <= FIFO_MAX_RUNS
-    for _ in range(10 * FIFO_MAX_RUNS):
+    assert len(m.state["queues"]["1TRAN"]["fifo"]) <= MAX_RUNS
+    for _ in range(10 * MAX_RUNS):
         get(m, "1TRAN", None)
     assert m.state["used"] == 0
 

@@ -1,7 +1,9 @@
 """The Grafana dashboard against a real Prometheus (Debian package; skipped with the reason when it is not
 installed).  Grafana's server cannot be installed here, so the check is what Grafana would ask: the job runs
 over a workload that gives every panel something to show (a service interval breached and met again, a queue
-left stalled, a structure altered into overflow mode, another filling towards full, dead letters), the DLQ
+left stalled, a structure altered into overflow mode, another filling towards full, a third and its queue filling
+steadily, so that qmon forecasts when they reach their thresholds and a QUEUE_FILL_FORECAST fires, dead
+letters), the DLQ
 handler leaves the dead letters on the DLQ, ``qmon metrics`` serves it all and Prometheus scrapes it; then every
 panel's query, with "All" (``.*``) for each variable, must parse and return series through Prometheus' HTTP
 API, and every variable must have values."""
@@ -39,11 +41,16 @@ def config_for(prefix: str) -> Config:
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"snapshot_interval": "1 second"},
+            # 1GROWING's MAXDEPTH: its steady fill (second run) reaches it within the forecast's 15 minutes
+            "queues": [{"pattern": "1GROWING", "maxdepth": 40}],
             "structures": [
                 # altered, then into overflow mode with its overflow structure (as in test_job_kafka)
                 {"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20},
                 # 10 KB: 20 data elements of one 512-byte message each; filled to 50 %, then to 85 % (NEAR_FULL)
                 {"strname": "MSGQ2", "size": 10, "ovflwmax": 100, "fullthreshold": 80, "clear_hold": "0 seconds"},
+                # 40 KB: 80 data elements; filled by one 512-byte message every 30 s (a sample of the 15-minute
+                # forecast each): its snapshot says when it reaches OVFLWMAX (70 %) and full
+                {"strname": "MSGQ3", "size": 40},
             ],
         }
     )
@@ -67,9 +74,17 @@ def first_run_records() -> list[dict[str, Any]]:
 
 
 def second_run_records() -> list[dict[str, Any]]:
-    return [
+    recs = [
         activity(300 + i, "PUT", 20_000 + i, "1FILLING", "IMSB", structure="MSGQ2", msg_bytes=512) for i in range(7)
     ]
+    # 20 puts 30 s apart (10 minutes of event time, read at once): 1GROWING at 20 of its MAXDEPTH 40 with a
+    # QUEUE_FILL_FORECAST firing (it resolves only once the job's clock has run minutes past the last put), MSGQ3
+    # at 25 % and rising
+    recs += [
+        activity(400 + i, "PUT", 30_000 + i * 30_000, "1GROWING", "IMSC", structure="MSGQ3", msg_bytes=512)
+        for i in range(20)
+    ]
+    return sorted(recs, key=lambda r: r["ts"])
 
 
 def produce_activity(bootstrap: str, prefix: str, records: list[Any]) -> None:
@@ -132,11 +147,12 @@ def test_every_panel_query_and_variable_returns_series_from_prometheus_scraping_
 
         assert_eventually(lambda: value('qmon_structure_usage_ratio{structure="MSGQ2"}') == 0.5, timeout=90)
         assert_eventually(lambda: value("sum(qmon_dead_letters_left)"), timeout=60)
-        time.sleep(5)  # a few scrapes at 50 %
         produce_activity(kafka_bootstrap, prefix, second_run_records())
         assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
         assert_eventually(lambda: value('qmon_structure_usage_ratio{structure="MSGQ2"}') == 0.85, timeout=90)
-        time.sleep(5)  # and a few at 85 %: usage grew, so time to full has a value
+        # qmon's forecasts: MSGQ3's snapshot says when it reaches OVFLWMAX and full, 1GROWING's forecast fires
+        assert_eventually(lambda: value('qmon_structure_full_eta_timestamp_seconds{structure="MSGQ3"}'), timeout=60)
+        assert_eventually(lambda: value('qmon_queue_fill_eta_timestamp_seconds{queue="1GROWING"}'), timeout=60)
 
         d = dashboards.load()
         expressions = [(f"{title!r} ({ref})", dashboards.substituted(e, d)) for title, ref, e in dashboards.queries(d)]
@@ -169,7 +185,16 @@ def test_every_panel_query_and_variable_returns_series_from_prometheus_scraping_
         groups = http_json(prom.url + "/api/v1/rules")["data"]["groups"]
         assert {g["name"] for g in groups} == {"qmon-recording", "qmon-alerts"}
         assert all(r["health"] in ("ok", "unknown") for g in groups for r in g["rules"])
-        assert {"MSGQ1", "MSGQ2"} <= set(label_values(prom.url, "qmon_structure_usage_ratio", "structure"))
+        assert {"MSGQ1", "MSGQ2", "MSGQ3"} <= set(label_values(prom.url, "qmon_structure_usage_ratio", "structure"))
+        # the thresholds drawn on the usage, from the snapshots; OVFLWMAX (70 %) comes before full
+        assert (
+            value('qmon_structure_ovflwmax_ratio{structure="MSGQ2"}'),
+            value('qmon_structure_fullthreshold_ratio{structure="MSGQ2"}'),
+        ) == (1.0, 0.8)
+        ovflwmax_eta = value('qmon_structure_ovflwmax_eta_timestamp_seconds{structure="MSGQ3"}')
+        assert ovflwmax_eta is not None and ovflwmax_eta < (
+            value('qmon_structure_full_eta_timestamp_seconds{structure="MSGQ3"}') or 0
+        )
     finally:
         prom.stop()
         exporter.stop()

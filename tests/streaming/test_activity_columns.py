@@ -16,6 +16,7 @@ ROUTED_SPELLED_OUT = [
     "unit_name:string",
     "bucket:int",
     "shard:int",
+    "qsg:string",
     "kind:string",
     "qmgr:string",
     "event_id:string",

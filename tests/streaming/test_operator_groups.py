@@ -13,8 +13,10 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
+from qmon.connectors import avro
 from qmon.core import topics
 from qmon.core.event_order import NO_TIME
+from qmon.core.mqsc import parse_command
 from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
@@ -327,6 +329,64 @@ def test_a_group_whose_batch_brings_only_dead_letters_keeps_its_timeout_and_fire
     assert g.timeouts[KEY] == 2_000  # set again
     fired = decoded(g.advance(2_001))
     assert [(r["type"], r["qmgr"], r["queue"]) for _, r in fired] == [("QUEUE_STALLED", "QM1", "A")]
+
+
+def test_a_queue_sharing_groups_shard_takes_every_members_rows_and_names_each_member():
+    """Rows routed to a queue-sharing group's shard (``qsg``) of its members' puts, gets and commands, beside a
+    member's own shard in the same key: the outputs and the group's stored shard are the pure reference's, each
+    record naming its member, and the group's shard is kept under the group's name."""
+    from qmon.core.reference import run_reference
+    from qmon.core.sharing import QueueSharingGroup, Sharing
+
+    sharing = Sharing((QueueSharingGroup("QSG1", ("QM1", "QM2"), ("PAY.*",)),))
+    settings = MonitorSettings(sharing=sharing)
+    records = [
+        {"ts": 1, "qmgr": "QM1", "command": "ALTER QMGR PERFMEV(ENABLED)", "command_id": "c1"},
+        {"ts": 1, "qmgr": "QM2", "command": "ALTER QMGR PERFMEV(ENABLED)", "command_id": "c2"},
+        {"ts": 1, "qmgr": "QM2", "command": "ALTER QLOCAL(PAY.IN) QSVCIEV(HIGH) QSVCINT(1000)", "command_id": "c3"},
+        {"ts": 1, "qmgr": "QM1", "command": "ALTER QLOCAL(ORDERS) QSVCIEV(HIGH) QSVCINT(1000)", "command_id": "c4"},
+    ]
+    for i, (qmgr, queue, op, ts) in enumerate(
+        [
+            ("QM1", "PAY.IN", "PUT", 1_000),
+            ("QM1", "ORDERS", "PUT", 1_000),
+            ("QM1", "PAY.IN", "PUT", 1_500),
+            ("QM2", "PAY.IN", "GET", 2_600),  # 1.6 s: High, raised by QM2
+            ("QM1", "ORDERS", "PUT", 2_700),  # QM1's own: High
+            ("QM2", "PAY.IN", "GET", 2_800),
+        ]
+    ):
+        records.append({"ts": ts, "qmgr": qmgr, "queue": queue, "op": op, "event_id": f"e{i}"})
+    rows = []
+    for seq, r in enumerate(records, start=1):
+        name = r["queue"] if "queue" in r else parse_command(r["command"]).name
+        qsg = sharing.shared(r["qmgr"], name) if name is not None else None
+        if "command" in r:
+            rows.append(
+                {**command(r["ts"], r["command"], seq), "qmgr": r["qmgr"], "event_id": r["command_id"], "qsg": qsg}
+            )
+            if name is None:  # ALTER QMGR: the member's group's shard too, without a reply
+                rows.append({**rows[-1], "qsg": "QSG1", "reply": False})
+        else:
+            fields = {k: r[k] for k in ("qmgr", "queue", "op", "event_id")}
+            rows.append({**row("A", r["ts"], seq=seq), **fields, "qsg": qsg})
+    g = Groups(settings=settings)
+    got = decoded(g.rows(KEY, frame(*rows)))
+    want = [
+        (e.topic, avro.decode(topics.RECORD_OF[e.topic], avro.encode(topics.RECORD_OF[e.topic], e.record)))
+        for e in run_reference(records, settings)
+    ]
+    assert sorted(map(repr, got)) == sorted(map(repr, want))
+    perf = [(r["type"], r["qmgr"], r["qsg"], r["queue"]) for t, r in got if t == topics.PERFORMANCE]
+    assert sorted(perf) == [
+        ("QSVCINT_HIGH", "QM1", None, "ORDERS"),
+        ("QSVCINT_HIGH", "QM2", "QSG1", "PAY.IN"),
+        ("QSVCINT_OK", "QM2", "QSG1", "PAY.IN"),  # 0.2 s after the High's get
+    ]
+    assert set(g.group()["shards"]) == {"QM1", "QM2", "QSG1"}  # (QM2's own: its ALTER QMGR)
+    shared = g.shard(qmgr="QSG1")
+    assert shared["member_perfmev"] == {"QM1": "ENABLED", "QM2": "ENABLED"}
+    assert stored.load_queue(shared["queues"]["PAY.IN"])["by"] == "QM2"
 
 
 # ---------------------------------------------------------------- event-time order across partitions

@@ -234,3 +234,93 @@ def test_a_put_that_finds_the_queue_empty_restarts_the_timer_through_replay(repl
     )
     perf = of(out, topics.PERFORMANCE)
     assert [(p["type"], p["ts"] - T0, p["service_time_ms"]) for p in perf] == [("QSVCINT_HIGH", 32_000, 11_000)]
+
+
+def _shared_workload(put_on, get_on, queue="PAY.IN"):
+    """A producer on ``put_on``, a consumer on ``get_on`` (``tests/core/test_shared_queues.py``'s): service
+    interval High and OK, depth high and low, two stalls raised by the clock and resolved, a RESET QSTATS."""
+    ids = f"{put_on}-{get_on}"
+    return [
+        cmd(0, "ALTER QMGR PERFMEV(ENABLED)", put_on, command_id=f"{ids}-perfmev-1"),
+        cmd(0, "ALTER QMGR PERFMEV(ENABLED)", get_on, command_id=f"{ids}-perfmev-2"),
+        *[
+            act(ts, op, queue, qmgr, event_id=f"{qmgr}-{ts}")
+            for ts, op, qmgr in [
+                (1_000, "PUT", put_on),
+                (2_000, "PUT", put_on),
+                (3_000, "PUT", put_on),
+                (14_000, "GET", get_on),
+                (15_000, "GET", get_on),
+                (16_000, "PUT", put_on),
+                (41_000, "GET", get_on),
+                (42_000, "GET", get_on),
+                (45_000, "PUT", put_on),
+                (46_000, "GET", get_on),
+            ]
+        ],
+        cmd(51_000, f"RESET QSTATS({queue})", get_on, command_id=f"{ids}-reset"),
+    ]
+
+
+def test_a_shared_queue_takes_puts_on_one_member_and_gets_on_another_as_one_queue_manager_would(replay_factory):
+    """A queue-sharing group QSG1 of QM1 and QM2 shares PAY.*: puts on QM1 and gets on QM2 give, through Spark, the
+    events QM9 (in no group) gives with its own PAY.IN, each naming the group and the member that raised it; the
+    outputs are the pure reference's, event_ids included (the routing of a member's records, commands and ALTER
+    QMGR to the group's shards over 3 of them); ORDERS, not shared, is two queues; QSGDISP(SHARED) for a queue the
+    configuration does not share is refused."""
+    config = Config.model_validate(
+        {
+            "job": {"queue_buckets": 3},
+            "monitor": {"stall_clear_hold": "5 seconds"},
+            "qsgs": [{"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]}],
+            "queues": [
+                {
+                    "pattern": "PAY.*",
+                    "qsvciev": "HIGH",
+                    "qsvcint": 10_000,
+                    "maxdepth": 10,
+                    "qdepthhi": 30,
+                    "qdepthlo": 10,
+                    "qdphiev": "ENABLED",
+                },
+                {"pattern": "ORDERS", "qsvciev": "HIGH", "qsvcint": 10_000},
+            ],
+        }
+    )
+    records = [
+        *_shared_workload("QM1", "QM2"),
+        *_shared_workload("QM9", "QM9"),
+        act(1_000, "PUT", "ORDERS", "QM1", event_id="o1"),
+        act(12_000, "GET", "ORDERS", "QM2", event_id="o2"),  # QM2's ORDERS: no service time to measure
+        act(13_000, "PUT", "ORDERS", "QM1", event_id="o3"),  # QM1's: 12 s, High
+        cmd(14_000, "DEFINE QLOCAL(ORDERS) QSGDISP(SHARED)", "QM2", command_id="define-orders"),
+        act(55_000, "PUT", "OTHER", "QM9", event_id="end"),  # event time moves on: every hold has ended
+    ]
+    out = replay_factory(records, config)
+    kept = (topics.PERFORMANCE, topics.ALERTS, topics.REPLIES)
+    got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in kept)
+    final_clock = max(r["ts"] for r in records)
+    want = sorted(
+        _normalise(e.topic, e.record)
+        for e in run_reference(records, config.monitor_settings(), final_clock=final_clock)
+        if e.topic in kept
+    )
+    assert got == want
+
+    naming = {"event_id", "alert_id", "qmgr", "qsg", "summary", "action", "message", "command_id"}
+
+    def events(qmgrs):
+        return [r for r in out if r["topic"] in (topics.PERFORMANCE, topics.ALERTS) and r.get("queue") == "PAY.IN"
+                and r["qmgr"] in qmgrs]  # fmt: skip
+
+    shared, alone = events({"QM1", "QM2"}), events({"QM9"})
+    assert [{k: v for k, v in r.items() if k not in naming} for r in shared] == [
+        {k: v for k, v in r.items() if k not in naming} for r in alone
+    ]
+    assert len(shared) == 10 and {r["qsg"] for r in shared} == {"QSG1"} and {r["qsg"] for r in alone} == {None}
+    assert [r["qmgr"] for r in shared] == ["QM1", "QM1", "QM2", "QM2", "QM2", "QM1", "QM1", "QM2", "QM2", "QM2"]
+    orders = [(r["type"], r["qmgr"], r["qsg"]) for r in of(out, topics.PERFORMANCE) if r["queue"] == "ORDERS"]
+    assert orders == [("QSVCINT_HIGH", "QM1", None)]
+    replies = {r["command_id"]: r for r in of(out, topics.REPLIES)}
+    assert replies["QM1-QM2-reset"]["qmgr"] == "QM2" and "MSGSIN(1) MSGSOUT(1)" in replies["QM1-QM2-reset"]["message"]
+    assert replies["define-orders"]["ok"] is False and "shared_queues" in replies["define-orders"]["message"]

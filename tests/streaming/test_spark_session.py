@@ -331,3 +331,40 @@ def test_with_no_master_of_its_own_the_job_runs_on_the_one_spark_was_given():
     assert out["spark.master"] == k8s["spark.master"] and "spark.driver.host" not in out
     assert session_options(None, "qmon", 4, environ={})["spark.master"] == "local[*]"
     assert session_options("local[2]", "qmon", 4, defaults=k8s, environ={})["spark.master"] == "local[2]"
+
+
+def test_the_spark_section_wins_over_qmons_defaults_and_settings_given_to_spark_win_over_it():
+    from qmon.core.config import Config
+    from qmon.streaming.spark import session_options
+
+    config = Config.model_validate(
+        {"spark": {"spark.driver.memory": "6g", "spark.executor.memory": "4g", "spark.ui.enabled": True}}
+    )
+    settings = config.spark_settings()
+    assert settings["spark.ui.enabled"] == "true"
+    out = session_options(
+        "local[2]", "qmon", 4, defaults={"spark.executor.memory": "8g"}, environ={}, settings=settings
+    )
+    assert out["spark.driver.memory"] == "6g"  # over qmon's own default (2g)
+    assert out["spark.ui.enabled"] == "true"
+    assert "spark.executor.memory" not in out  # spark-submit's --conf or spark-defaults.conf: Spark keeps its own
+    given = {"spark.driver.extraJavaOptions": "-Dsite=1"}
+    options = with_java_options(session_options("local[2]", "qmon", 4, environ={}, settings=given), env={})
+    assert options[DRIVER].startswith("-Dsite=1 ") and JIT_HUGE_METHODS in options[DRIVER]
+
+
+def test_the_spark_section_takes_only_spark_settings_qmon_has_no_key_of_its_own_for(tmp_path):
+    from qmon.core.config import Config, ConfigError, load_config
+
+    for bad, says in (
+        ({"executor.memory": "4g"}, "is not a Spark setting"),
+        ({"spark.sql.shuffle.partitions": 8}, "job.shuffle_partitions"),
+        ({"spark.master": "yarn"}, "job.master"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            Config.model_validate({"spark": bad})
+    path = tmp_path / "qmon.yaml"
+    path.write_text("job:\n  trigger: 1 second\nspark:\n  spark.executor.memory: 4g\n  spark.master: yarn\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and "line" in str(err.value) and "job.master" in str(err.value)

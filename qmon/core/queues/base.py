@@ -8,6 +8,7 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from qmon.core import topics
+from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.interest import Registry, work_available
 from qmon.core.journals import JournalMonitor, JournalStatus
@@ -21,7 +22,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Emit
+from qmon.core.records import Activity, Emit
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +46,13 @@ class ShardBase:
         state: dict[str, Any] | None = None,
         decode: Callable[[Any], QueueState] | None = None,
     ):
-        """``decode``: the queues are stored encoded, each decoded when used (``qmon.core.lazy``)."""
+        """``qmgr``: the queue manager whose queues the shard holds, or a queue-sharing group's name for a shard of
+        the group's shared queues (``qmon.core.sharing``); ``decode``: the queues are stored encoded, each decoded
+        when used (``qmon.core.lazy``)."""
         self.qmgr = qmgr
         self.settings = settings
+        #: the queue-sharing group whose shared queues the shard holds (its name, as ``qmgr``), else None
+        self.qsg = qmgr if settings.sharing.group_named(qmgr) is not None else None
         if state is None:
             state = {"v": STATE_VERSION, "perfmev": None, "queues": {}, "index": {}}
         elif state.get("v") != STATE_VERSION:
@@ -78,6 +83,30 @@ class ShardBase:
     def perfmev(self) -> str:
         return self.state["perfmev"] or self.settings.perfmev
 
+    def member_perfmev(self, member: str | None) -> str:
+        """A group's shard: the PERFMEV of the member ``member`` (the configured default until its ALTER QMGR)."""
+        return (member is not None and self.state.get("member_perfmev", {}).get(member)) or self.settings.perfmev
+
+    def _perfmev(self, q: QueueState) -> str:
+        """The PERFMEV ``q``'s events follow: its queue manager's; a shared queue's, that of the member whose put,
+        get or START was applied last (``by``), as the queue manager that performs an operation is the one
+        that would raise its event."""
+        return self.perfmev if self.qsg is None else self.member_perfmev(q.get("by"))
+
+    def _named(self, q: QueueState) -> tuple[str, str | None]:
+        """(qmgr, qsg) a record about ``q`` names: its queue manager and None; for a shared queue, the member of
+        its latest put, get or START, and the group."""
+        if self.qsg is None:
+            return self.qmgr, None
+        return q.get("by") or self.qmgr, self.qsg
+
+    def _about(self, queue: str) -> str:
+        """``queue`` as an alert's summary names it: ``Queue Q on QM1``, ``Shared queue Q of queue-sharing group
+        QSG1``."""
+        if self.qsg is None:
+            return f"Queue {queue} on {self.qmgr}"
+        return f"Shared queue {queue} of queue-sharing group {self.qsg}"
+
     def _queue(self, name: str, ts: int) -> QueueState:
         q = self.queues.get(name)
         if q is None:
@@ -94,7 +123,14 @@ class ShardBase:
                 last_ts=ts,
                 stall_alert_id=None,
                 stall_ok=None,
+                fc=start(self.settings.forecast, ts, 1) if self.settings.forecast.step_ms else None,
+                unseen=0,
+                puts=[],
+                lput=None,
+                lget=None,
             )
+            if self.qsg is not None:
+                q["by"] = None
             self.queues[name] = q
         return q
 
@@ -103,12 +139,15 @@ class ShardBase:
     ) -> Emit:
         code, reason = REASON_NAMES[kind]
         reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
+        qmgr, qsg = self._named(q)
+        # (a shared queue's: the member too, since two members' records may carry the same event_id)
+        ids = (self.qmgr, queue) if qsg is None else (self.qmgr, queue, qmgr)
         record = {
-            "event_id": event_id("perf", kind, self.qmgr, queue, source_id),
+            "event_id": event_id("perf", kind, *ids, source_id),
             "type": kind,
             "reason_code": code,
             "reason": reason,
-            "qmgr": self.qmgr,
+            "qmgr": qmgr,
             "queue": queue,
             "ts": ts,
             "time_since_reset": max(0, (ts - reset_ts) // 1000),
@@ -117,6 +156,7 @@ class ShardBase:
             "msg_deq_count": q["deq"],
             "service_time_ms": service_time,
             "service_interval_ms": q["attrs"]["QSVCINT"] if kind.startswith("QSVCINT") else None,
+            "qsg": qsg,
         }
         if not kind.startswith("QSVCINT"):
             record["service_time_ms"] = None
@@ -153,7 +193,13 @@ class ShardBase:
     def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:  # StallAlert
         raise NotImplementedError
 
-    def _due(self, q: QueueState) -> int | None:  # StallAlert
+    def _due(self, q: QueueState) -> int | None:  # QueueMonitor: a stall or a forecast sample
+        raise NotImplementedError
+
+    def on_activity(self, rec: Activity) -> list[Emit]:  # QueueMonitor
+        raise NotImplementedError
+
+    def _forecast_quiet(self, q: QueueState, ts: int) -> bool:  # FillForecast
         raise NotImplementedError
 
     def forgettable(self, name: str, q: QueueState) -> bool:  # Retention

@@ -7,7 +7,7 @@ from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.interest import listing, work_available
 from qmon.core.interest import matches as _interest_match
-from qmon.core.mqsc import Command, canonical, split_part
+from qmon.core.mqsc import QSGDISP, Command, canonical, split_part
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
 from qmon.core.records import Emit
@@ -16,37 +16,51 @@ from qmon.core.records import Emit
 class Commands(ShardBase):
     """How a shard answers MQSC."""
 
-    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
-        """Apply a parsed command; the reply is emitted only when ``reply`` (one shard answers)."""
+    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool, member: str | None = None) -> list[Emit]:
+        """Apply a parsed command; the reply is emitted only when ``reply`` (one shard answers).  ``member``: in a
+        queue-sharing group's shard, the member the command was sent to (the reply names it); a queue manager's
+        own shard is its queue manager's."""
+        qmgr = member or self.qmgr
         ok, message = True, ""
         if cmd.obj == "QMGR" and cmd.verb == "ALTER":
             if "PERFMEV" in cmd.attrs:
-                self.state["perfmev"] = cmd.attrs["PERFMEV"]
+                if self.qsg is None:
+                    self.state["perfmev"] = cmd.attrs["PERFMEV"]
+                else:  # a member's: its operations on the shared queues follow it
+                    self.state.setdefault("member_perfmev", {})[qmgr] = cmd.attrs["PERFMEV"]
                 self._touch_all()  # every queue's stall deadline depends on it
-            message = f"AMQ8005I: IBM MQ queue manager {self.qmgr} changed."
+            message = f"AMQ8005I: IBM MQ queue manager {qmgr} changed."
         elif cmd.obj == "QMGR" and cmd.verb == "PING":
-            message = f"AMQ8018I: Start IBM MQ queue manager {self.qmgr} acknowledged (PING QMGR)."
+            message = f"AMQ8018I: Start IBM MQ queue manager {qmgr} acknowledged (PING QMGR)."
         elif cmd.obj == "QLOCAL":
             name = cmd.name
             assert name is not None
+            refused = self._qsgdisp_refused(name, cmd.attrs.get(QSGDISP), qmgr)
             known = name in self.queues
-            q = self._queue(name, ts)
-            if cmd.verb == "DEFINE":
+            if refused:
+                ok, message = False, refused
+            elif cmd.verb == "DEFINE":
+                q = self._queue(name, ts)
                 if q["defined"] and not cmd.attrs.get("REPLACE"):
                     ok = False
                     message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
                 else:
                     attrs = self.settings.attrs_for(name)
-                    attrs.update({k: v for k, v in cmd.attrs.items() if k != "REPLACE"})
+                    attrs.update({k: v for k, v in cmd.attrs.items() if k not in ("REPLACE", QSGDISP)})
                     q["attrs"] = attrs
                     q["defined"] = True
                     message = f"AMQ8006I: IBM MQ queue {name} created."
             else:
-                q["attrs"].update(cmd.attrs)
+                q = self._queue(name, ts)
+                q["attrs"].update({k: v for k, v in cmd.attrs.items() if k != QSGDISP})
                 message = f"AMQ8008I: IBM MQ queue {name} changed."
                 if not known:
                     message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
+            if ok and self.qsg is not None:
+                message += f" It is a shared queue of queue-sharing group {self.qsg}."
         elif cmd.obj == "INTEREST":
+            if self.qsg is not None:
+                return []  # registrations are each member's own (its shards hold them), not the group's
             return self._interest(cmd, ts, command_id, reply)
         elif cmd.obj == "QSTATS":
             name = cmd.name
@@ -62,7 +76,35 @@ class Commands(ShardBase):
             message += f" Not modelled by qmon, accepted and ignored: {', '.join(ignored)}."
         if not reply:
             return []
-        return [command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
+        return [command_reply(command_id, qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
+
+    def _qsgdisp_refused(self, name: str, disp: str | None, qmgr: str) -> str | None:
+        """Why a DEFINE or ALTER QLOCAL with QSGDISP(``disp``) cannot apply, or None.  Which queues are shared is
+        the configuration's to say (``qmon.core.sharing``): a shared queue's command reaches the group's shard,
+        any other the queue manager's, before its QSGDISP is read.  So QSGDISP(SHARED) applies to a queue the
+        configuration shares, and QSGDISP(QMGR, COPY, GROUP or PRIVATE), a queue of one queue manager, to a queue
+        it does not; no QSGDISP applies to either."""
+        if self.qsg is not None and disp not in (None, "SHARED"):
+            return (
+                f"QSGDISP({disp}): {name} is a shared queue of queue-sharing group {self.qsg} in qmon's "
+                f"configuration (qsgs), and qmon keeps no queue of {qmgr} alone beside it; give QSGDISP(SHARED) "
+                "or no QSGDISP."
+            )
+        if self.qsg is None and disp == "SHARED":
+            group = self.settings.sharing.group_of(qmgr)
+            if group is None:
+                return (
+                    f"QSGDISP(SHARED): {qmgr} is a member of no queue-sharing group in qmon's configuration; declare "
+                    f"its group under qsgs, with {name} matching one of the group's shared_queues, for the members' "
+                    "puts and gets to reach one queue."
+                )
+            return (
+                f"QSGDISP(SHARED): {name} is not a shared queue of queue-sharing group {group.name} in qmon's "
+                f"configuration; add a pattern that matches it to the group's shared_queues (qsgs) and restart the "
+                "job: qmon decides which queues are shared from its configuration, so that every member's puts "
+                "and gets reach one queue."
+            )
+        return None
 
     def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
         """REGISTER / DEREGISTER INTEREST.  Every shard receives every interest command and holds all

@@ -12,11 +12,13 @@ class Retention(ShardBase):
 
     def forgettable(self, name: str, q: QueueState) -> bool:
         """Only an empty queue with the settings it would get anew (not DEFINEd, not ALTERed, no High/OK
-        flip-flop state) and no FIRING alert may be forgotten: nothing an operator or MQ would keep is lost."""
+        flip-flop state) and no FIRING alert or forecast may be forgotten: nothing an operator or MQ would keep
+        is lost (a forecast's samples of an idle queue are not worth keeping)."""
         return (
             q["depth"] == 0
             and not q["defined"]
             and q["stall_alert_id"] is None
+            and not (q["fc"] is not None and q["fc"]["on"])
             and q["svc_timer_start"] is None
             and q["attrs"] == self.settings.attrs_for(name)
         )

@@ -5,6 +5,8 @@ service interval events*; *Queue depth events*).  Pure."""
 from __future__ import annotations
 
 from qmon.core.queues.base import ShardBase
+from qmon.core.queues.state import QueueState
+from qmon.core.queues.status import on_get, on_put, recount
 from qmon.core.reasons import (
     MQRC_Q_FULL,
 )
@@ -20,21 +22,34 @@ class ServiceInterval(ShardBase):
 
         The common case without the rules' checks: a put or get to a queue qmon knows, with no stall alert
         firing, that starts no stall, raises no service interval or depth event and (with interest
-        registered) does not fill an empty queue, only moves the queue's depth, counts and service timer;
-        such a record is applied here, every condition decided before anything changes, and any other goes
-        to ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
-        PERFMEV or the interest registered, so both are read once."""
+        registered) does not fill an empty queue, and whose forecast sample, if one is due, is one nothing can
+        come of (``_forecast_quiet``), only moves the queue's depth, counts, service timer, messages' put times
+        and last put or get (``status``); such a record is applied here, every condition decided before anything
+        changes (but the sample, which ``on_activity`` would take first all the same), and any other goes to
+        ``on_activity`` (property test: ``tests/core/test_run_raising_nothing.py``).  Nothing here changes
+        PERFMEV, the interest registered or the forecast's settings, so they are read once (a shared queue's
+        PERFMEV, its members', for each record: ``_perfmev``)."""
         out: list[tuple[Activity, list[Emit]]] = []
         queues, on_activity = self.queues, self.on_activity
-        enabled = self.perfmev == "ENABLED"
+        enabled = was_enabled = self.perfmev == "ENABLED"
+        shared = self.qsg is not None
         interest = bool(self.state.get("interest"))
+        step = self.settings.forecast.step_ms
         for rec in recs:
             q = queues.get(rec.queue)
             if q is not None and q["stall_alert_id"] is None:
+                if shared:  # a shared queue's PERFMEV: the previous operation's member's, then this one's
+                    was_enabled = self.member_perfmev(q.get("by")) == "ENABLED"
+                    enabled = self.member_perfmev(rec.qmgr) == "ENABLED"
                 ts, a, start, depth, op = rec.ts, q["attrs"], q["svc_timer_start"], q["depth"], rec.op
                 interval, iev = a["QSVCINT"], a["QSVCIEV"]
-                quiet = False
-                if start is not None and depth > 0 and enabled and iev != "NONE" and ts - start > interval:
+                quiet, fc = False, q["fc"]
+                if (fc is None) != (step == 0) or (
+                    fc is not None
+                    and (fc["on"] or fc["step"] != step or (ts >= fc["at"] and not self._forecast_quiet(q, ts)))
+                ):
+                    pass  # a forecast fires, has a sample to judge, or starts or stops (``_forecast``)
+                elif start is not None and depth > 0 and was_enabled and iev != "NONE" and ts - start > interval:
                     pass  # a stall event time has passed (``_catch_up_stall``)
                 elif rec.reason is not None:  # a failed put or get changes nothing (unless it says Q_FULL)
                     quiet = op != "START" and not (
@@ -49,6 +64,7 @@ class ServiceInterval(ShardBase):
                         or (enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"])
                     )
                     if quiet:
+                        on_put(q, before, after, ts)
                         q["depth"] = after
                         if start is None or before == 0:
                             q["svc_timer_start"], q["svc_timer_clock"] = ts, rec.clock if rec.clock is not None else ts
@@ -64,6 +80,7 @@ class ServiceInterval(ShardBase):
                         or (enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"])
                     )
                     if quiet:
+                        on_get(q, before, after, ts)
                         q["deq"] += 1
                         q["depth"] = after
                         if after > 0:
@@ -75,28 +92,24 @@ class ServiceInterval(ShardBase):
                         q["last_ts"] = ts
                     if q["reset_ts"] is None:
                         q["reset_ts"] = ts
+                    if shared:
+                        q["by"] = rec.qmgr
                     continue
             if emits := on_activity(rec):
                 out.append((rec, emits))
         return out
 
-    def on_activity(self, rec: Activity) -> list[Emit]:
-        """One put, get or START (duplicates were dropped ahead of the rules: ``qmon.core.dedup``)."""
-        q = self._queue(rec.queue, rec.ts)
-        if rec.ts > q["last_ts"]:
-            q["last_ts"] = rec.ts
-        if q["reset_ts"] is None:
-            q["reset_ts"] = rec.ts
-        clock = rec.clock if rec.clock is not None else rec.ts
+    def _service_interval(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
+        """The service timer, statistics and performance events of ``rec`` on its queue ``q`` (``clock``: its
+        arrival clock, or its ts)."""
         out: list[Emit] = []
-        # A stall that event time has already passed (the timer would have fired) is raised
-        # first, so the output does not depend on where micro-batches happen to split.
-        out.extend(self._catch_up_stall(rec.queue, q, rec.ts))
-        enabled = self.perfmev == "ENABLED"
+        enabled = self._perfmev(q) == "ENABLED"
         a = q["attrs"]
         if rec.op == "START":
             was_empty = q["depth"] == 0
             if rec.depth_after is not None:
+                if q["depth"] != max(0, rec.depth_after):
+                    recount(q, q["depth"], max(0, rec.depth_after))
                 q["depth"] = max(0, rec.depth_after)
             if was_empty and q["depth"] > 0:
                 out.extend(self._notify(rec.queue, q["depth"], rec.ts, rec.event_id))
@@ -115,6 +128,7 @@ class ServiceInterval(ShardBase):
         if rec.op == "PUT":
             before = q["depth"] if rec.depth_after is None else max(0, rec.depth_after - 1)
             after = before + 1 if rec.depth_after is None else max(0, rec.depth_after)
+            on_put(q, before, after, rec.ts)
             q["depth"] = after
             if before > 0 and q["svc_timer_start"] is None:
                 # Seen non-empty with the timer OFF: qmon started against a running queue manager (or
@@ -145,6 +159,7 @@ class ServiceInterval(ShardBase):
         # GET
         before = q["depth"] if rec.depth_after is None else rec.depth_after + 1
         after = max(0, before - 1) if rec.depth_after is None else max(0, rec.depth_after)
+        on_get(q, before, after, rec.ts)
         q["deq"] += 1
         q["depth"] = after
         # served within its interval (what MQ would call OK), or emptied: the end of a stall episode

@@ -4,8 +4,11 @@ name from the configuration.  Pure."""
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from qmon.core.forecaster import ForecastSettings
+from qmon.core.sharing import Sharing
 
 #: MQ's defaults for the attributes qmon models (IBM MQ, *DEFINE queues*).
 MQ_DEFAULTS: dict[str, Any] = {
@@ -40,6 +43,8 @@ class MonitorSettings:
     journal_near_pct: int = 90
     stall_clear_hold_ms: int = 30_000  # a stall resolves once the queue has been served in time this long
     snapshot_interval_ms: int = 0  # at most one snapshot per shard this often (arrival clock); 0: none
+    forecast: ForecastSettings = field(default_factory=ForecastSettings)  # QUEUE_FILL_FORECAST
+    sharing: Sharing = field(default_factory=Sharing)  # queue-sharing groups and their shared queues
 
     def attrs_for(self, queue: str) -> dict[str, Any]:
         attrs = dict(MQ_DEFAULTS)

@@ -1,5 +1,5 @@
-"""Snapshots for gauges: a shard that changed publishes its queues' depths (and the queues it forgot) at most
-once per ``snapshot_interval`` of the arrival clock.  Pure."""
+"""Snapshots for gauges: a shard that changed publishes its queues' depths, oldest messages' put times and last
+puts and gets (and the queues it forgot) at most once per ``snapshot_interval`` of the arrival clock.  Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.lazy import live
 from qmon.core.queues.base import ShardBase
+from qmon.core.queues.status import oldest_put
 from qmon.core.records import Emit, Snapshot
 
 
@@ -20,9 +21,10 @@ class Snapshots(ShardBase):
         return snap
 
     def snapshot(self, clock: int) -> list[Emit]:
-        """The depths of the queues used since the shard's last snapshot, and the queues it forgot, at most
-        once per ``snapshot_interval_ms`` of the arrival clock (a queue that changed in between waits for the
-        next one: ``snapshot_due`` is a deadline of the unit's timer)."""
+        """The depths, oldest messages' put times and last puts and gets (``status``) of the queues used since the
+        shard's last snapshot, and the queues it forgot, at most once per ``snapshot_interval_ms`` of the arrival
+        clock (a queue that changed in between waits for the next one: ``snapshot_due`` is a deadline of the
+        unit's timer)."""
         interval = self.settings.snapshot_interval_ms
         if interval <= 0:
             return []
@@ -40,10 +42,18 @@ class Snapshots(ShardBase):
             "ts": max((q["last_ts"] for q in queues), default=clock),
             "qmgr": self.qmgr,
             "queues": [
-                {"queue": n, "depth": q["depth"], "service_timer_start": q["svc_timer_start"]}
+                {
+                    "queue": n,
+                    "depth": q["depth"],
+                    "service_timer_start": q["svc_timer_start"],
+                    "oldest_message_put": oldest_put(q),
+                    "last_put": q["lput"],
+                    "last_get": q["lget"],
+                }
                 for n, q in zip(names, queues, strict=True)
             ],
             "forgotten": list(snap["gone"]),
+            "qsg": self.qsg,
         }
         snap.update(at=clock, dirty=[], gone=[])
         return [Emit(topics.SNAPSHOT, self.qmgr, dict(record))]

@@ -1,13 +1,14 @@
 """qmon's stall alert, beyond MQ: QUEUE_STALLED once a watched queue goes longer than QSVCINT without a get,
-resolved once it has been served in time for ``stall_clear_hold`` of event time.  Pure."""
+resolved once it has been served in time for ``stall_clear_hold`` of event time; the FIRING says the oldest
+message's age and the last get (``status``).  Pure."""
 
 from __future__ import annotations
 
 from qmon.core import topics
 from qmon.core.ids import event_id
-from qmon.core.lazy import live
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.state import QueueState
+from qmon.core.queues.status import msg_age, oldest_put
 from qmon.core.records import Emit, SubjectKind
 from qmon.core.records import alert as _alert
 from qmon.core.records import iso as _iso
@@ -21,7 +22,7 @@ class StallAlert(ShardBase):
         return (
             q["svc_timer_start"] is not None
             and q["depth"] > 0
-            and self.perfmev == "ENABLED"
+            and self._perfmev(q) == "ENABLED"
             and q["attrs"]["QSVCIEV"] != "NONE"
             and q["stall_alert_id"] is None
         )
@@ -66,6 +67,8 @@ class StallAlert(ShardBase):
         deadline = start + interval
         alert_id = event_id("stall", self.qmgr, queue, start)
         q["stall_alert_id"] = alert_id
+        qmgr, qsg = self._named(q)
+        every = "" if qsg is None else " CMDSCOPE(*)"  # (a shared queue: its handles on every member)
         record = _alert(
             event_id("stall-firing", alert_id),
             "QUEUE_STALLED",
@@ -75,16 +78,17 @@ class StallAlert(ShardBase):
             subject_kind=SubjectKind.QUEUE,
             subject=queue,
             queue=queue,
-            qmgr=self.qmgr,
+            qmgr=qmgr,
+            qsg=qsg,
             ts=deadline,
             summary=(
-                f"Queue {queue} on {self.qmgr} holds {_plural(q['depth'], 'message')} and has not been "
-                f"served for more than its service interval of {interval} ms (no get since "
-                f"{_iso(start)}). MQ raises no event until the next put or get."
+                f"{self._about(queue)} holds {_plural(q['depth'], 'message')} and has not been served for more "
+                f"than its service interval of {interval} ms (service timer running since {_iso(start)}). "
+                f"{_status(q, deadline)} MQ raises no event until the next put or get."
             ),
             action=(
                 f"Check that the consumer of {queue} is running and not blocked (DISPLAY QSTATUS({queue}) "
-                "TYPE(HANDLE) shows who has it open for input); restart it or add consumers."
+                f"TYPE(HANDLE){every} shows who has it open for input); restart it or add consumers."
             ),
         )
         return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
@@ -95,6 +99,7 @@ class StallAlert(ShardBase):
         if alert_id is None:
             return []
         q["stall_alert_id"] = None
+        qmgr, qsg = self._named(q)
         record = _alert(
             event_id("stall-resolved", alert_id),
             "QUEUE_STALLED",
@@ -104,15 +109,16 @@ class StallAlert(ShardBase):
             subject_kind=SubjectKind.QUEUE,
             subject=queue,
             queue=queue,
-            qmgr=self.qmgr,
+            qmgr=qmgr,
+            qsg=qsg,
             ts=ts,
-            summary=f"Queue {queue} on {self.qmgr} is being served again: {why} (at {_iso(ts)}).",
+            summary=f"{self._about(queue)} is being served again: {why} (at {_iso(ts)}).",
             action="None.",
         )
         return [Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)]
 
-    def _due(self, q: QueueState) -> int | None:
-        """The arrival-clock time at which ``on_clock`` has something to do for ``q``, or None: its stall
+    def _stall_due(self, q: QueueState) -> int | None:
+        """The arrival-clock time at which ``on_clock`` has something to do for ``q``'s stall, or None: its stall
         (strictly past QSVCINT), or while a stall fires and the queue is served in time, the end of the hold.
         (A relapse before the hold ends needs no deadline: the queue's next record, or the end of the hold,
         sees it first.)"""
@@ -122,23 +128,25 @@ class StallAlert(ShardBase):
             return ok[1] + self.settings.stall_clear_hold_ms
         return None
 
-    def next_stall_clock(self) -> int | None:
-        """The arrival-clock time at which the earliest queue has something due (for a Spark timer)."""
-        used = live(self.queues)
-        dues = [due for name, (_, due, _) in self.index.items() if due is not None and name not in used]
-        dues.extend(due for q in used.values() if (due := self._due(q)) is not None)
-        return min(dues) if dues else None
-
-    def on_clock(self, clock: int) -> list[Emit]:
-        """The arrival clock reached ``clock``: raise every stall now overdue (strictly past QSVCINT), and
-        resolve or relapse the firing ones whose hold or interval has passed."""
-        out = []
-        used = live(self.queues)
-        names = set(used).union(n for n, (_, due, _) in self.index.items() if due is not None and due <= clock)
-        for name in sorted(names):
-            q = self.queues[name]
-            out.extend(self._resolve_or_relapse_stall(name, q, 0, clock))
-            if self._stall_watched(q) and q["svc_timer_clock"] is not None:
-                if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
-                    out.append(self._fire_stall(name, q))
+    def _stall_on_clock(self, name: str, q: QueueState, clock: int) -> list[Emit]:
+        """The arrival clock reached ``clock``: raise ``q``'s stall if now overdue (strictly past QSVCINT), and
+        resolve or relapse a firing one whose hold or interval has passed."""
+        out = self._resolve_or_relapse_stall(name, q, 0, clock)
+        if self._stall_watched(q) and q["svc_timer_clock"] is not None:
+            if clock - q["svc_timer_clock"] > q["attrs"]["QSVCINT"]:
+                out.append(self._fire_stall(name, q))
         return out
+
+
+def _status(q: QueueState, ts: int) -> str:
+    """What DISPLAY QSTATUS would show of ``q`` (holding messages) at ``ts`` beyond its depth: the oldest message's
+    put and MSGAGE, and the last get, as a sentence."""
+    put = oldest_put(q)
+    if put is None:  # (a queue holding messages whose oldest put qmon did not see)
+        n = q["unseen"]
+        which = "the put of its oldest message" if n == 1 else f"the puts of its {n} oldest messages"
+        oldest = f"The age of its oldest message is unknown (qmon did not see {which})"
+    else:
+        oldest = f"Its oldest message, put at {_iso(put)}, is {msg_age(q, ts)} s old (MSGAGE)"
+    last = f"its last get was at {_iso(q['lget'])}" if q["lget"] is not None else "qmon has seen no get from it"
+    return f"{oldest}; {last}."

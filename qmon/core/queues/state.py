@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from qmon.core.forecaster import ForecastState
 from qmon.core.journals import JournalState
 from qmon.core.state_version import STATE_VERSION, StateVersionError
 
@@ -23,13 +24,27 @@ class QueueState(TypedDict):
     # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
     # absent in states stored without a hold (read with ``.get``)
     stall_ok: NotRequired[list[int] | None]
+    fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
+    # what DISPLAY QSTATUS shows beyond the depth (``qmon.core.queues.status``); ``unseen`` and the runs' counts
+    # add up to ``depth``
+    unseen: int  # messages at the head of the queue whose puts qmon did not see (the oldest's age is unknown)
+    puts: list[int]  # the others' put times, oldest first, as put-time runs (``qmon.core.message_runs``)
+    lput: int | None  # LPUTDATE and LPUTTIME: event time of the newest put seen (None: none seen)
+    lget: int | None  # LGETDATE and LGETTIME: event time of the newest get seen (None: none seen)
+    # a shared queue's (kept in its queue-sharing group's shard, ``qmon.core.sharing``): the member whose put, get
+    # or START qmon applied last (None: none yet), whose PERFMEV the queue's events follow and which an alert
+    # raised by the clock names; absent from a queue manager's own queues
+    by: NotRequired[str | None]
 
 
 class ShardState(TypedDict):
-    """One shard of a queue manager's queues: the value the operator stores per (qmgr, bucket)."""
+    """One shard of a queue manager's queues, or of a queue-sharing group's shared queues: the value the operator
+    stores per (qmgr or group, bucket)."""
 
     v: int  # STATE_VERSION
-    perfmev: str | None  # PERFMEV set by ALTER QMGR (None: the configured default)
+    perfmev: str | None  # PERFMEV set by ALTER QMGR (None: the configured default); unused in a group's shard
+    # a queue-sharing group's shard: the PERFMEV each member's ALTER QMGR set (absent: the configured default)
+    member_perfmev: NotRequired[dict[str, str]]
     queues: dict[str, QueueState]
     interest: NotRequired[dict[str, list[str]]]  # registrations of interest: queue or generic name -> sorted clients
     journals: NotRequired[dict[str, JournalState]]  # LIB/AMQxJRN -> its state

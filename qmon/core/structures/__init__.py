@@ -26,9 +26,9 @@ Choices where IBM's documentation is silent (docs/design/semantics.md):
 
 * A GET frees exactly what the put of that message took, ready and staging parts, in FIFO
   order per queue (the IMS shared queues presentation: MSG2A and MSG2B are deleted together).  Each queue keeps its
-  messages' sizes as runs ``[count, ready elements, staging elements]`` (equal sizes share a
-  run), at most ``FIFO_MAX_RUNS`` runs: past that the two oldest runs merge, their gets then
-  free the run's average and its last get the rest, so totals stay exact.  A GET with
+  messages' sizes as size runs ``[count, ready elements, staging elements]`` (equal sizes share
+  a run; ``qmon.core.message_runs``), at most ``MAX_RUNS`` runs: past that the two oldest runs
+  merge, their gets then free the run's average and its last get the rest, so totals stay exact.  A GET with
   ``msg_bytes`` takes the oldest message of that size if one is queued (a get by message id).
   A GET for a queue with no message qmon saw put frees nothing.
 * Thresholds compare exact element counts (``used * 100 >= pct * capacity``); percentages
@@ -54,7 +54,6 @@ Choices where IBM's documentation is silent (docs/design/semantics.md):
 
 from qmon.core.structures.data_elements import (
     ELEMENT_BYTES,
-    FIFO_MAX_RUNS,
     QUEUE_TYPES,
     STAGING_OF,
     STAGING_TYPES,
@@ -71,7 +70,6 @@ from qmon.core.structures.state import STATE_VERSION, StructureQueueState, Struc
 
 __all__ = [
     "ELEMENT_BYTES",
-    "FIFO_MAX_RUNS",
     "MAX_APPROVED",
     "QUEUE_TYPES",
     "STAGING_OF",

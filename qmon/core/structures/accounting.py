@@ -5,9 +5,10 @@ approved for overflow without an overflow structure, is rejected.  Pure."""
 from __future__ import annotations
 
 from qmon.core.ids import event_id
+from qmon.core.message_runs import push_size, take_size
 from qmon.core.records import Activity, Emit
 from qmon.core.structures.base import StructureBase
-from qmon.core.structures.data_elements import at_or_above, elements, fifo_push, fifo_take, staging_queue, usage_pct
+from qmon.core.structures.data_elements import at_or_above, elements, staging_queue, usage_pct
 from qmon.core.structures.state import StructureQueueState
 
 
@@ -133,7 +134,7 @@ class DataElements(StructureBase):
                 st["ovf_used"] += n
             else:
                 st["used"] += n
-        fifo_push(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
+        push_size(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
         if at_or_above(st["used"], self.capacity, d.ovflwmax):
             if not st["above"]:  # reached: from below OVFLWMAX to at or above it
                 st["above"] = True
@@ -167,7 +168,7 @@ class DataElements(StructureBase):
         if rec.msg_bytes is not None:
             split = self._split(rec.queue, rec.msg_bytes)
             want = (split[0][1], split[1][1] if len(split) > 1 else 0)
-        taken = fifo_take(q["fifo"], want)
+        taken = take_size(q["fifo"], want)
         assert taken is not None
         ready, staging = taken
         parts = [(rec.queue, ready)]

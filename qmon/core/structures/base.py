@@ -49,6 +49,7 @@ class StructureBase:
                 "unknown": False,
                 "above": False,
                 "clear": {},
+                "fc": None,
             }
         elif state.get("v") != STATE_VERSION:
             raise StateVersionError(f"structure {strname}", state.get("v"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qmon.core.forecaster import ForecastSettings
 from qmon.core.structures.overflow_exit import OverflowExit
 
 
@@ -36,6 +37,7 @@ class StructureSettings:
     structures: tuple[StructureDef, ...] = ()
     overflow_exit: OverflowExit = field(default_factory=OverflowExit)
     snapshot_interval_ms: int = 0  # at most one snapshot per structure this often (arrival clock); 0: none
+    forecast: ForecastSettings = field(default_factory=ForecastSettings)  # STRUCTURE_FILL_FORECAST
 
     def get(self, strname: str) -> StructureDef | None:
         for s in self.structures:

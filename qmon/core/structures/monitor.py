@@ -1,20 +1,23 @@
 """One structure's rules in one object: ``StructureMonitor`` applies puts, gets and timers to a structure's
 state and returns the records they raise.  Its rules live by concept: data elements (``accounting``), alter
-and overflow mode (``overflow``), full and near full (``full``).  Pure."""
+and overflow mode (``overflow``), full and near full (``full``), fill forecasts (``fill_forecast``).  Pure."""
 
 from __future__ import annotations
 
 from qmon.core import topics
+from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.lazy import live
+from qmon.core.message_runs import push_size
 from qmon.core.records import Activity, Emit, Snapshot
 from qmon.core.structures.accounting import DataElements
-from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, fifo_push, staging_queue
+from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, staging_queue
+from qmon.core.structures.fill_forecast import FillForecast
 from qmon.core.structures.full import FullMonitoring
 from qmon.core.structures.overflow import AlterAndOverflow
 
 
-class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
+class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring, FillForecast):
     """The state and rules of one primary structure (and its overflow structure)."""
 
     def on_activity(self, rec: Activity) -> list[Emit]:
@@ -22,15 +25,15 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         if self.definition is None:
             return self._unknown(rec)
         out = self._catch_up(rec.ts)
+        out.extend(self._forecast(rec.ts, rec.event_id))  # (the samples due see the usage before this record)
         st = self.state
         if st["last_ts"] is None or rec.ts >= st["last_ts"]:
             st["last_ts"], st["last_clock"] = rec.ts, rec.clock if rec.clock is not None else st["last_clock"]
         if rec.reason is not None or rec.op == "START":
             return out  # a failed operation changes nothing; START carries no sizes
-        if rec.op == "PUT":
-            out.extend(self._put(rec))
-        elif rec.op == "GET":
-            out.extend(self._get(rec))
+        emits = self._put(rec) if rec.op == "PUT" else self._get(rec) if rec.op == "GET" else []
+        out.extend(emits)
+        out.extend(self._forecast_reached(rec, emits))
         return out
 
     def on_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
@@ -51,7 +54,8 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
     def _apply_run_raising_nothing(self, recs: list[Activity], i: int) -> int:
         """The common case, without the rules' checks: while nothing is firing, no hold or overflow mode
         runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
-        moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else).  Applies
+        moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else), and a forecast
+        sample due is one nothing can come of (``_forecast_quiet``).  Applies
         ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
         Exactly what ``on_activity(rec)`` does to such a record (property test:
         ``tests/core/test_run_raising_nothing.py``)."""
@@ -66,6 +70,14 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             or st["above"]
         ):
             return i
+        fc, step = st["fc"], self.settings.forecast.step_ms
+        if fc is None and step and i < len(recs):
+            fc = st["fc"] = start(self.settings.forecast, recs[i].ts, self._series())  # (as ``_forecaster``)
+        if (fc is not None and not step) or (
+            fc is not None and (fc["on"] or fc["step"] != step or len(fc["s"]) != self._series())
+        ):
+            return i  # a forecast fires, or forecasts stop or start again
+        fc_at = fc["at"] if fc is not None else None
         cap = self.capacity
         # a put may take usage up to (but not onto) the lower of the two thresholds, and never past capacity
         limit = min(cap * min(d.ovflwmax, d.fullthreshold), cap * 100)
@@ -78,6 +90,10 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         try:
             while i < n:
                 rec = recs[i]
+                if fc_at is not None and rec.ts >= fc_at:
+                    if not self._forecast_quiet(rec.ts):  # (the usage before this record: ``st["used"]``)
+                        break
+                    fc_at = fc["at"]
                 op, queue, nbytes = rec.op, rec.queue, rec.msg_bytes
                 if rec.reason is None and op == "PUT":
                     q = queues.get(queue)
@@ -103,7 +119,7 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
                         sq["el"] += rest
                     used += ready + rest
                     st["used"] = used
-                    fifo_push(q["fifo"], ready, rest)
+                    push_size(q["fifo"], ready, rest)
                 elif rec.reason is None and op == "GET":
                     q = queues.get(queue)
                     if q is not None and q["fifo"]:
@@ -144,13 +160,16 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         ]
 
     def next_scan_clock(self) -> int | None:
-        """The arrival-clock time of the next overflow scan or alert resolution due (for a Spark timer), or None."""
+        """The arrival-clock time of the next overflow scan, alert resolution or forecast sample (while a forecast
+        fires) due (for a Spark timer), or None."""
         st, d = self.state, self.definition
         if st["last_clock"] is None or st["last_ts"] is None or d is None:
             return None
         due = [since + d.clear_hold_ms for since in st.get("clear", {}).values()]
         if st["next_scan"] is not None and st["mode_alert_id"] is not None:
             due.append(st["next_scan"])
+        if (sample := self.forecast_due()) is not None:
+            due.append(sample)
         if not due:
             return None
         return st["last_clock"] + max(0, min(due) - st["last_ts"])
@@ -180,7 +199,12 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
             "overflow_mode": in_mode,
             # approved queues exist only in overflow mode (its end clears them): no need to decode them all
             "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
+            "ovflwmax": None if d.resource else d.ovflwmax,  # resource structures have no overflow function
+            "fullthreshold": d.fullthreshold,
         }
+        etas = self.outlook()
+        record["ovflwmax_eta"], record["full_eta"] = etas["OVFLWMAX"], etas["FULL"]
+        record["overflow_full_eta"] = etas["OVERFLOW_FULL"]
         snap.update(at=clock, dirty=False)
         return [Emit(topics.SNAPSHOT, self.name, dict(record))]
 
@@ -191,8 +215,10 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring):
         return int(snap["at"]) + self.settings.snapshot_interval_ms
 
     def on_clock(self, clock: int) -> list[Emit]:
-        """The arrival clock reached ``clock``: run the scan due by the matching event time."""
+        """The arrival clock reached ``clock``: run the scan, resolutions and forecast samples due by the matching
+        event time."""
         st = self.state
         if st["last_clock"] is None or st["last_ts"] is None:
             return []
-        return self._catch_up(st["last_ts"] + (clock - st["last_clock"]))
+        now_ts = st["last_ts"] + (clock - st["last_clock"])
+        return self._catch_up(now_ts) + self._forecast_clock(now_ts)

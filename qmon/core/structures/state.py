@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from qmon.core.forecaster import ForecastState
 from qmon.core.state_version import STATE_VERSION, StateVersionError
 
 #: the condition (hold key in ``clear``) -> the state field with the id of its firing alert
@@ -46,6 +47,7 @@ class StructureState(TypedDict):
     unknown: bool  # activity named this structure but it is not configured (warned once)
     above: bool  # usage is at or above OVFLWMAX (selection runs when it is reached from below)
     clear: dict[str, int]  # condition -> event time since when its clear condition has held (the hold)
+    fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
 
 
 __all__ = ["ALERT_ID_OF", "STATE_VERSION", "StateVersionError", "StructureQueueState", "StructureState"]

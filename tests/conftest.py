@@ -123,7 +123,11 @@ def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
 def spark() -> Iterator[Any]:
     from qmon.streaming.spark import session, shutdown
 
-    s = session("local[2]", "qmon-tests", shuffle_partitions=2)
+    # PySpark records the Python call site of every DataFrame function (five JVM round trips each) for its
+    # error messages: the tests build a query per test, each of some thousand functions
+    s = session(
+        "local[2]", "qmon-tests", shuffle_partitions=2, extra={"spark.python.sql.dataFrameDebugging.enabled": "false"}
+    )
     yield s
     shutdown(s)
 

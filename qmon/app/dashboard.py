@@ -269,9 +269,15 @@ SECTIONS: tuple[tuple[str, tuple[Panel, ...]], ...] = (
             Panel(
                 "timeseries",
                 "Queues in overflow",
-                "How many queues the overflow exit approved: moved to the overflow structure, or with puts "
-                "rejected. Which ones: the OverflowCandidates records on qmon.events.overflow (qmon tail).",
+                "How many queues the overflow exit approved: moved to the overflow structure, or with puts rejected.",
                 (Query(f"qmon_structure_queues_in_overflow{{{S}}}", "{{structure}}"),),
+            ),
+            Panel(
+                "table",
+                "Which queues are in overflow",
+                "Each queue in overflow of a structure in overflow mode, from the structure's latest overflow "
+                "selection (the OverflowCandidates records on qmon.events.overflow).",
+                (Query(f"qmon_structure_queue_in_overflow{{{S}}}", instant=True),),
             ),
             Panel(
                 "timeseries",

@@ -30,7 +30,7 @@ from qmon.core.metrics import Metrics
 logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9464
-FOLLOWED = (topics.SNAPSHOT, topics.PERFORMANCE, topics.ALERTS, topics.DLQ, topics.PROGRESS)
+FOLLOWED = (topics.SNAPSHOT, topics.PERFORMANCE, topics.ALERTS, topics.DLQ, topics.PROGRESS, topics.OVERFLOW)
 #: The DLQ handler's ledger of the dead letters it left on the DLQ (``connectors/dlqhandler.py``)
 LEDGER = topics.DLQ + ".ignored"
 

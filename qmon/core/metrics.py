@@ -63,6 +63,7 @@ class Metrics:
         self.service_interval: dict[tuple[str, str], float] = {}  # (qmgr, queue) -> QSVCINT, seconds
         self.events: Counter[tuple[str, str, str]] = Counter()
         self.structures: dict[str, dict[str, float]] = {}  # name (primary or overflow) -> its gauges
+        self.overflow_queues: dict[str, set[str]] = {}  # structure in overflow mode -> its queues in overflow
         self.firing: dict[tuple[str, str], set[str]] = {}  # (type, subject) -> alert_ids FIRING
         self.alert_key: dict[str, tuple[str, str]] = {}  # alert_id -> (type, subject)
         self.fill_eta: dict[str, tuple[str, str, float]] = {}  # FIRING QUEUE_FILL_FORECAST -> (qmgr, queue, eta)
@@ -87,6 +88,7 @@ class Metrics:
             topics.ALERTS: self._alert,
             topics.DLQ: self._dead_letter,
             topics.PROGRESS: self._progress,
+            topics.OVERFLOW: self._overflow,
         }.get(topic)
         if handler is not None:
             handler(rec)
@@ -116,6 +118,8 @@ class Metrics:
                 "mode": 1.0 if rec.get("overflow_mode") else 0.0,
                 "in_overflow": float(rec.get("queues_in_overflow") or 0),
             }
+            if not rec.get("overflow_mode"):  # out of overflow mode: no queue is in overflow any more
+                self.overflow_queues.pop(name, None)
             for pct in ("ovflwmax", "fullthreshold"):  # % of the structure, as a ratio beside its usage
                 if rec.get(pct) is not None:
                     gauges[pct] = rec[pct] / 100.0
@@ -164,6 +168,12 @@ class Metrics:
             ids.discard(aid)
             if not ids:
                 self.firing.pop(key, None)
+
+    def _overflow(self, rec: dict[str, Any]) -> None:
+        """An overflow selection: the queues in overflow are those already there and those the exit approved."""
+        self.overflow_queues[rec["structure"]] = {
+            c["queue"] for c in rec.get("candidates") or [] if c.get("in_overflow") or c.get("decision") == "approve"
+        }
 
     def _dead_letter(self, rec: dict[str, Any]) -> None:
         self.dead_letters[labels(rec)] += 1
@@ -292,6 +302,13 @@ class Metrics:
                 "1 while the primary structure is in overflow mode.",
                 ("structure",),
                 (((n,), g["mode"]) for n, g in s.items() if "mode" in g),
+            ),
+            fam(
+                "qmon_structure_queue_in_overflow",
+                "gauge",
+                "1 for each queue in overflow of a structure in overflow mode (from its latest overflow selection).",
+                ("structure", "queue"),
+                (((n, q), 1.0) for n, qs in sorted(self.overflow_queues.items()) for q in sorted(qs)),
             ),
             fam(
                 "qmon_structure_queues_in_overflow",

@@ -109,6 +109,30 @@ def test_structure_gauges_primary_and_overflow_structure_under_its_own_name():
         assert samples(m, name) == {}, name
 
 
+def test_the_queues_in_overflow_by_name_from_the_latest_selection_until_overflow_mode_ends():
+    m = Metrics()
+
+    def selection(*candidates: tuple[str, str, bool]) -> dict:
+        return {
+            "structure": "MSGQ1",
+            "candidates": [{"queue": q, "elements": 10, "decision": d, "in_overflow": i} for q, d, i in candidates],
+        }
+
+    m.on_record(topics.OVERFLOW, selection(("1KEEPME", "reject", False), ("1PAYROLL", "approve", False)))
+    assert samples(m, "qmon_structure_queue_in_overflow") == {("MSGQ1", "1PAYROLL"): 1.0}
+    # the next scan: the queue already there stays, another is approved
+    m.on_record(topics.OVERFLOW, selection(("1PAYROLL", "approve", True), ("2ORDERS", "approve", False)))
+    assert samples(m, "qmon_structure_queue_in_overflow") == {
+        ("MSGQ1", "1PAYROLL"): 1.0,
+        ("MSGQ1", "2ORDERS"): 1.0,
+    }
+    still = {"structure": "MSGQ1", "capacity_elements": 400, "used_elements": 300, "overflow_mode": True}
+    m.on_record(topics.SNAPSHOT, still)
+    assert len(samples(m, "qmon_structure_queue_in_overflow")) == 2
+    m.on_record(topics.SNAPSHOT, still | {"overflow_mode": False})
+    assert samples(m, "qmon_structure_queue_in_overflow") == {}
+
+
 def test_a_structure_s_thresholds_and_the_instants_its_trend_reaches_them():
     """OVFLWMAX and FULLTHRESHOLD as ratios beside usage; qmon's forecasts (the snapshot's etas, Avro-decoded as
     datetimes) as Unix times, the overflow structure's full under its own name; a null eta is no sample."""

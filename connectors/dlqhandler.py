@@ -381,6 +381,7 @@ class Handler:
                 self._write(lkey, entries[lkey])
             if _PAUSE_BEFORE_COMMIT:  # fault injection for the crash tests: a kill lands mid-transaction
                 self.producer.flush(30)
+                logger.warning("fault injection: %.0f s before the commit", _PAUSE_BEFORE_COMMIT)
                 time.sleep(_PAUSE_BEFORE_COMMIT)
             positions = self.consumer.position(self.consumer.assignment())
             self.producer.send_offsets_to_transaction(

@@ -153,10 +153,21 @@ REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({missing}) HEADER(NO) RETRY(2)
     assert len(read_raw(kafka_bootstrap, fwd)) == 1 and len(read_raw(kafka_bootstrap, missing)) == 1
 
 
-@pytest.mark.spark
-def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, tmp_path):
+def test_a_killed_handler_loses_and_duplicates_nothing(kafka_bootstrap, tmp_path):
     prefix = f"k{uuid.uuid4().hex[:8]}"
-    make_dead_letters(spark, kafka_bootstrap, prefix, tmp_path)
+    ensure_topics(kafka_bootstrap, 1, prefix=prefix)
+    activity, control = topics.physical(topics.ACTIVITY, prefix), topics.physical(topics.CONTROL, prefix)
+    produce_rows(
+        kafka_bootstrap,
+        [
+            (f"{prefix}.dlq", b"k", dead_letter(reason, dest, T0, value))
+            for reason, dest, value in (
+                ("QMON_INVALID_FIELD", activity, b"too long a queue name"),
+                ("QMON_INVALID_COMMAND", control, b"DROP TABLE QUEUES"),
+                ("QMON_UNDECODABLE", activity, b"\x07garbage"),
+            )
+        ],
+    )
     out = f"{prefix}.all"
     create(kafka_bootstrap, out)
     rules = tmp_path / "kill.rules"
@@ -181,15 +192,16 @@ def test_a_killed_handler_loses_and_duplicates_nothing(spark, kafka_bootstrap, t
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # the first handler writes its batch (forwards, a retry) and is killed before it commits
-    proc = subprocess.Popen(
-        cli,
-        env={**env, "QMON_FAULT_PAUSE_BEFORE_COMMIT": "60"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    time.sleep(8)
-    assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""  # paused inside its transaction
+    log = tmp_path / "first.log"
+    with open(log, "w") as first:
+        proc = subprocess.Popen(
+            cli, env={**env, "QMON_FAULT_PAUSE_BEFORE_COMMIT": "60"}, stdout=first, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 60
+    while "before the commit" not in log.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.2)
+    assert proc.poll() is None, log.read_text()  # paused inside its transaction
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=180)

@@ -144,6 +144,21 @@ def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tup
         return EPHEMERAL
 
 
+def stop_group(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Stop a server started in a session of its own: SIGTERM to its process group, then SIGKILL after
+    ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
 def free_port(rng: random.Random | None = None, span: tuple[int, int] | None = None) -> int:
     """A free loopback port for a server qmon starts (the local broker, a Spark master or worker), outside
     the kernel's ephemeral range.  A client of a server that has stopped (Spark caches its Kafka producers
@@ -317,17 +332,8 @@ class LocalKafka:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the broker (SIGTERM, then SIGKILL); the log dir is kept."""
-        if self._proc is None:
-            return
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
-            except ProcessLookupError:
-                pass
+        if self._proc is not None:
+            stop_group(self._proc, timeout)
         self._proc = None
 
     def remove(self) -> None:

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tarfile
 import tempfile
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from qmon.connectors.broker import cache_dir, free_port
+from qmon.connectors.broker import cache_dir, free_port, stop_group
 
 logger = logging.getLogger(__name__)
 
@@ -281,17 +280,8 @@ class LocalRegistry:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the registry (SIGTERM, then SIGKILL); its schemas go with it."""
-        if self._proc is None:
-            return
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
-            except ProcessLookupError:
-                pass
+        if self._proc is not None:
+            stop_group(self._proc, timeout)
         self._proc = None
 
     def remove(self) -> None:

@@ -39,6 +39,23 @@ def dumps(state: Mapping[str, Any]) -> bytes:
 #: one Packer for every queue value (``msgpack.packb`` builds a Packer per call, for every queue of a batch)
 _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
+#: a queue's fields in shape 3 (each later shape adds fields after them)
+_QUEUE_SHAPE_3 = (
+    "depth",
+    "svc_timer_start",
+    "svc_timer_clock",
+    "attrs",
+    "defined",
+    "reset_ts",
+    "high_depth",
+    "enq",
+    "deq",
+    "last_ts",
+    "stall_alert_id",
+    "stall_ok",
+    "fc",
+)
+
 #: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
 #: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
 #: field names written here once rather than in every queue.  A map of any other keys or order (a queue
@@ -61,60 +78,10 @@ QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
         "stall_ok",
     ),
     2: ("msgs", "el", "ovf", "rej", "fifo"),
-    3: (
-        "depth",
-        "svc_timer_start",
-        "svc_timer_clock",
-        "attrs",
-        "defined",
-        "reset_ts",
-        "high_depth",
-        "enq",
-        "deq",
-        "last_ts",
-        "stall_alert_id",
-        "stall_ok",
-        "fc",
-    ),
-    4: (
-        "depth",
-        "svc_timer_start",
-        "svc_timer_clock",
-        "attrs",
-        "defined",
-        "reset_ts",
-        "high_depth",
-        "enq",
-        "deq",
-        "last_ts",
-        "stall_alert_id",
-        "stall_ok",
-        "fc",
-        "unseen",
-        "puts",
-        "lput",
-        "lget",
-    ),
-    5: (  # a shared queue, in its queue-sharing group's shard: shape 4 and the member of its latest record
-        "depth",
-        "svc_timer_start",
-        "svc_timer_clock",
-        "attrs",
-        "defined",
-        "reset_ts",
-        "high_depth",
-        "enq",
-        "deq",
-        "last_ts",
-        "stall_alert_id",
-        "stall_ok",
-        "fc",
-        "unseen",
-        "puts",
-        "lput",
-        "lget",
-        "by",
-    ),
+    3: _QUEUE_SHAPE_3,
+    4: (*_QUEUE_SHAPE_3, "unseen", "puts", "lput", "lget"),
+    # a shared queue, in its queue-sharing group's shard: shape 4 and the member of its latest record
+    5: (*_QUEUE_SHAPE_3, "unseen", "puts", "lput", "lget", "by"),
 }
 #: a queue's ``attrs`` (shapes 1, 3, 4 and 5), by position too when they are exactly these
 #: (``qmon.core.queues.MQ_DEFAULTS``)

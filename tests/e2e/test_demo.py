@@ -149,6 +149,17 @@ def test_the_live_view_on_a_terminal_its_metrics_and_ctrl_c_stops_it_cleanly(tmp
             assert int(m.group(1)) <= int(m.group(2)), line
     assert scraped, "the demo's exporter never served qmon_structure_usage_ratio"
     assert not java_noise(out), java_noise(out)
+    # what the user sees: qmon's own messages, none of PySpark's workers' chatter or Spark's start-up noise
+    for noise in (
+        "Python worker",
+        "Received UDF",
+        ":: resolving dependencies",
+        ":: problems summary",
+        "Ivy Default Cache",
+        "Setting default log level",
+        "NativeCodeLoader",
+    ):
+        assert noise not in out, noise
     assert not left_running(term.seen), left_running(term.seen)  # the broker, Spark's JVM, its Python workers
 
 

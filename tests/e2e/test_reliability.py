@@ -327,8 +327,10 @@ def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
         got: set[str] = set()
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not want <= got:
-            got = {r["event_id"] for t, r, _ in consume(bootstrap, [topics.PERFORMANCE], idle=3, timeout=30)}
+            got = {r["event_id"] for t, r, _ in consume(bootstrap, [topics.PERFORMANCE], to_end=True, timeout=30)}
             assert proc.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+            if not want <= got:
+                time.sleep(1)
         assert want <= got, f"{len(want - got)} of {len(want)} events missing"
     finally:
         if proc is not None and proc.poll() is None:

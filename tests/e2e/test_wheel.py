@@ -1,11 +1,13 @@
-"""The wheel, installed non-editable into a fresh virtualenv, runs ``qmon replay`` on the example,
-and prints qmon's own messages and nothing of PySpark's workers' chatter or Spark's start-up noise.
+"""The wheel, installed non-editable into a fresh virtualenv, deployed the way Spark users deploy:
+``spark-submit … "$(python -m qmon.app.submit)" run …`` through the real broker, the user's ``--conf``
+winning over qmon's own defaults.
 
 The virtualenv gets qmon from the wheel only; its dependencies (PySpark and the rest, hundreds of MB) are
 borrowed from the test's own environment through a ``.pth`` line instead of being downloaded again.  A
 directory added by a ``.pth`` line is not a site directory, so the editable install's import hook there
 never runs: what imports is the wheel.  The run's working directory is outside the checkout, so nothing
-can be read from the source tree.
+can be read from the source tree.  (What qmon's own launcher prints on a terminal, and does not:
+``tests/e2e/test_demo.py``.)
 """
 
 from __future__ import annotations
@@ -15,14 +17,25 @@ import os
 import subprocess
 import sys
 import sysconfig
+import uuid
 import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from qmon.app import submit
+from qmon.connectors import avro
+from qmon.connectors.clients import consume, produce_rows
+from qmon.connectors.kafka import ensure_topics
+from qmon.core import topics
+from qmon.core.config import Config
+from qmon.core.queues import MonitorSettings
+from qmon.core.reference import run_reference
+from qmon.streaming.cluster import spark_home
+from qmon.streaming.spark import packages
+from tests.e2e.test_reliability import _workload
 
-pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
@@ -47,7 +60,17 @@ def test_the_wheel_holds_one_package_with_its_schemas_and_samples(wheel: Path) -
     assert "qmon/streaming/pipeline.py" in names and "qmon/connectors/avro.py" in names
 
 
-def test_qmon_replay_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
+def test_the_path_to_give_spark_submit_is_printed(capsys):
+    assert submit.main([]) == 0
+    out, err = capsys.readouterr()
+    assert Path(out.strip()) == Path(submit.__file__) and "--packages org.apache.spark:spark-sql-kafka" in err
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_spark_submit_runs_the_job_from_the_installed_wheel_and_its_conf_wins_over_qmons_defaults(
+    wheel: Path, kafka_bootstrap: str, tmp_path: Path
+) -> None:
     venv = tmp_path / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
     py = venv / "bin" / "python"
@@ -62,28 +85,58 @@ def test_qmon_replay_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> No
 
     work = tmp_path / "elsewhere"
     work.mkdir()
-    env = clean
-    where = _run([str(py), "-c", "import qmon.streaming.pipeline as p; print(p.__file__)"], cwd=work, env=env)
-    assert where.stdout.strip().startswith(str(site)), where.stdout + where.stderr
-    assert _run([str(py), "-c", "import streaming"], cwd=work, env=env).returncode != 0
+    assert _run([str(py), "-c", "import streaming"], cwd=work, env=clean).returncode != 0
+    printed = _run([str(py), "-m", "qmon.app.submit"], cwd=work, env=clean)
+    app = Path(printed.stdout.strip())
+    assert printed.returncode == 0 and app.is_relative_to(site), printed.stdout + printed.stderr
 
-    out = work / "events.jsonl"
-    run = _run(
-        [str(venv / "bin" / "qmon"), "replay", str(ROOT / "examples" / "payroll.jsonl"), "--output", str(out)],
-        cwd=work,
-        env=env,
+    prefix = f"s{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_bootstrap, 2, prefix=prefix)
+    queues = [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]
+    cfg = work / "qmon.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "kafka": {"topic_prefix": prefix, "partitions": 2},
+                "monitor": {"perfmev": "ENABLED"},
+                "queues": queues,
+                "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            }
+        )
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    # what the user sees: qmon's own messages, none of PySpark's workers' chatter or Spark's start-up noise
-    assert f"records written to {out}" in run.stderr, run.stderr[-3000:]
-    assert "Python worker" not in run.stderr + run.stdout and "Received UDF" not in run.stderr, run.stderr[-3000:]
-    for noise in (
-        ":: resolving dependencies",
-        ":: problems summary",
-        "Ivy Default Cache",
-        "Setting default log level",
-        "NativeCodeLoader",
-    ):
-        assert noise not in run.stderr, run.stderr[-3000:]
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert any(r["topic"] == "qmon.events.performance" and r["type"] == "QSVCINT_HIGH" for r in records), records
+    work_records = _workload(200)
+    src = topics.physical(topics.ACTIVITY, prefix)
+    produce_rows(
+        kafka_bootstrap,
+        [(src, f"QM1/{r['queue']}".encode(), avro.encode("QueueActivity", r)) for r in work_records],
+    )
+    command = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master",
+        "local[2]",
+        "--packages",
+        packages(),
+        "--conf",
+        "spark.ui.enabled=false",  # (qmon run's own default serves the web UI)
+        "--conf",
+        "spark.driver.memory=1g",
+        str(app),
+        "run",
+        "--config",
+        str(cfg),
+        "--bootstrap",
+        kafka_bootstrap,
+        "--checkpoint",
+        str(work / "ckpt"),
+        "--available-now",
+    ]
+    env = {**clean, "PYSPARK_PYTHON": str(py), "PYSPARK_DRIVER_PYTHON": str(py)}
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "web UI on" not in done.stderr  # the user's spark.ui.enabled=false won
+    got = {r["event_id"] for _t, r, _ in consume(kafka_bootstrap, [topics.PERFORMANCE], prefix=prefix, to_end=True)}
+    settings = MonitorSettings(
+        perfmev="ENABLED", queue_defaults=Config.model_validate({"queues": queues}).monitor_settings().queue_defaults
+    )
+    want = {e.record["event_id"] for e in run_reference(work_records, settings) if e.topic == topics.PERFORMANCE}
+    assert want and got == want

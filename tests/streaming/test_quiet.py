@@ -1,6 +1,6 @@
 """Users of qmon see qmon's own messages: PySpark's Python workers' start-up chatter never reaches them.
 
-The patterns here; a real ``qmon replay`` from the installed wheel is checked in ``tests/e2e/test_wheel.py``.
+The patterns here; what a real ``qmon demo`` prints on a terminal is checked in ``tests/e2e/test_demo.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ or overflow mode runs and each put leaves usage below OVFLWMAX and FULLTHRESHOLD
 the rules.  The streams below fill small structures (alters, overflow with and without an overflow
 structure, a resource structure, full, near full, holds), long messages to ready queues with staging parts,
 gets by size, failed operations, STARTs and records without an arrival clock, cut into micro-batches with
-the state stored and loaded between them."""
+the state stored and loaded between them; and structures filling under a firing fill forecast, one restarted
+with settings under which the forecast no longer applies."""
 
 from __future__ import annotations
 
@@ -150,6 +151,102 @@ def test_the_fast_path_takes_many_records_and_the_rules_the_ones_that_raise():
         taken, total, outputs = taken + len(recs) - calls, total + len(recs), outputs + len(out)
     assert outputs > 10  # thresholds were reached: alters, overflow, full, near full
     assert taken > total // 6
+
+
+#: a structure of 400 elements filling at about an element a second, forecast a minute ahead: its
+#: forecast fires long before OVFLWMAX (280 elements)
+FILLING = Config.model_validate(
+    {
+        "forecast": {"horizon": "60 seconds"},
+        "structures": [
+            {"strname": "FILLQ", "size": 200, "ovflwmax": 70, "ovflwstr": "FILLO", "ovflwsize": 50},
+            {"strname": "FULLQ", "size": 200, "ovflwmax": 70},
+        ],
+    }
+).structure_settings()
+
+
+def _filling(rng: random.Random, name: str, n: int) -> list[Any]:
+    """Puts (two in three) and gets of one-element messages every 300 ms, a few gets of a larger one."""
+    records, t = [], 1_700_000_000_000
+    for i in range(n):
+        t += rng.choice([100, 300, 500])
+        op = "PUT" if rng.random() < 0.66 else "GET"
+        queue = rng.choice(["1PAYROLL", "1ORDERS", "5LTERM01"])
+        nbytes = rng.choice([512, 512, 512, 1500]) if op == "PUT" else None
+        records.append(
+            {
+                "event_id": f"f{i}",
+                "qmgr": "IMSA",
+                "queue": queue,
+                "op": op,
+                "ts": t,
+                "msg_bytes": nbytes,
+                "structure": name,
+                "reason": None,
+            }  # fmt: skip
+        )
+    return [activity(r, i) for i, r in enumerate(records)]
+
+
+def _run_filling(name: str, recs: list[Any], cuts: list[int], batched: bool) -> tuple[list[Any], Any, int]:
+    out: list[Any] = []
+    blob, calls = None, 0
+    for lo, hi in zip([0, *cuts], [*cuts, len(recs)], strict=True):
+        mon = StructureMonitor(name, FILLING, stored.loads(blob) if blob else None, stored.load_queue)
+        if batched:
+            rules = _Rules(mon)
+            for _, emits in mon.on_activities(recs[lo:hi]):
+                out.extend(e.record for e in emits)
+            calls += rules.calls
+        else:
+            for rec in recs[lo:hi]:
+                out.extend(e.record for e in mon.on_activity(rec))
+                calls += 1
+        blob = stored.dumps(mon.state)
+    return out, _decoded(blob), calls
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    name=st.sampled_from(["FILLQ", "FULLQ"]),
+    cuts=st.lists(st.integers(0, 1200), max_size=5),
+)
+def test_while_a_fill_forecast_fires_on_activities_gives_the_outputs_and_state_of_the_rules(seed, name, cuts):
+    recs = _filling(random.Random(seed), name, 1200)
+    cuts = sorted(set(cuts))
+    rules_out, rules_state, _ = _run_filling(name, recs, cuts, batched=False)
+    out, state, _ = _run_filling(name, recs, cuts, batched=True)
+    assert out == rules_out
+    assert state == rules_state
+
+
+def test_a_firing_forecast_that_no_longer_applies_after_a_restart_resolves_at_the_next_record_as_the_rules_do():
+    """A restart that makes the structure a resource structure: its OVFLWMAX forecast, firing, has no
+    target any more (no overflow function), and the next record resolves it, on either path."""
+    recs = _filling(random.Random(3), "FULLQ", 1200)
+    mon = StructureMonitor("FULLQ", FILLING, None, stored.load_queue)
+    i = 0
+    while not (mon.state["fc"] and mon.state["fc"]["on"]):
+        mon.on_activity(recs[i])
+        i += 1
+    assert "OVFLWMAX" in mon.state["fc"]["on"]
+    blob = stored.dumps(mon.state)
+    resource = Config.model_validate(
+        {"forecast": {"horizon": "60 seconds"}, "structures": [{"strname": "FULLQ", "size": 200, "type": "resource"}]}
+    ).structure_settings()
+    outs = []
+    for batched in (False, True):
+        again = StructureMonitor("FULLQ", resource, stored.loads(blob), stored.load_queue)
+        if batched:
+            out = [e.record for _, emits in again.on_activities(recs[i : i + 20]) for e in emits]
+        else:
+            out = [e.record for rec in recs[i : i + 20] for e in again.on_activity(rec)]
+        outs.append((out, _decoded(stored.dumps(again.state))))
+    assert outs[0] == outs[1]
+    gone = [r for r in outs[0][0] if r.get("type") == "STRUCTURE_FILL_FORECAST" and r["state"] == "RESOLVED"]
+    assert gone and "no longer applies" in gone[0]["summary"], outs[0][0]
 
 
 def test_a_put_that_would_reach_ovflwmax_goes_to_the_rules():

@@ -39,8 +39,8 @@ def dumps(state: Mapping[str, Any]) -> bytes:
 #: one Packer for every queue value (``msgpack.packb`` builds a Packer per call, for every queue of a batch)
 _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
-#: a queue's fields in shape 3 (each later shape adds fields after them)
-_QUEUE_SHAPE_3 = (
+#: a queue's fields in shape 1 (each later queue shape adds fields after them)
+_QUEUE_SHAPE_1 = (
     "depth",
     "svc_timer_start",
     "svc_timer_clock",
@@ -53,8 +53,8 @@ _QUEUE_SHAPE_3 = (
     "last_ts",
     "stall_alert_id",
     "stall_ok",
-    "fc",
 )
+_QUEUE_SHAPE_3 = (*_QUEUE_SHAPE_1, "fc")
 
 #: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
 #: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
@@ -63,20 +63,7 @@ _QUEUE_SHAPE_3 = (
 #: changed nor reused: a stored value is read back by it (``tests/streaming/test_state.py`` holds the shapes
 #: frozen and golden values of each).
 QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
-    1: (
-        "depth",
-        "svc_timer_start",
-        "svc_timer_clock",
-        "attrs",
-        "defined",
-        "reset_ts",
-        "high_depth",
-        "enq",
-        "deq",
-        "last_ts",
-        "stall_alert_id",
-        "stall_ok",
-    ),
+    1: _QUEUE_SHAPE_1,
     2: ("msgs", "el", "ovf", "rej", "fifo"),
     3: _QUEUE_SHAPE_3,
     4: (*_QUEUE_SHAPE_3, "unseen", "puts", "lput", "lget"),

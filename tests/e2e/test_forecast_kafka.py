@@ -1,13 +1,17 @@
-"""Fill forecasts through the real path: a CF structure and a queue filling steadily, as QueueActivity on
-Kafka, give STRUCTURE_FILL_FORECAST and QUEUE_FILL_FORECAST on the alerts topic ahead of the real alerts,
-each with the instant it predicts, exactly as the pure rules give them."""
+"""What qmon does beyond IBM MQ and CQS, through the real path in one run of the job: a CF structure and a
+queue filling steadily, as QueueActivity on Kafka, give STRUCTURE_FILL_FORECAST and QUEUE_FILL_FORECAST on the
+alerts topic ahead of the real alerts, each with the instant it predicts; a shared queue's puts on one member
+and gets on another give the service interval and depth events one queue manager would.  Both exactly as the
+pure rules give them."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from qmon.connectors import avro
 from qmon.connectors.kafka import ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
@@ -31,20 +35,58 @@ def _fill(n: int) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def test_a_steady_fill_is_forecast_before_overflow_mode_through_kafka(spark, kafka_bootstrap, prefix, tmp_path):
+def _shared(put_on: str, get_on: str) -> list[dict[str, Any]]:
+    """A producer on ``put_on`` and a consumer on ``get_on`` of PAY.IN: service interval High and OK, depth high
+    and low (``tests/core/test_shared_queues.py``'s workload)."""
+    return [
+        {"event_id": f"{qmgr}-{t}", "qmgr": qmgr, "queue": "PAY.IN", "op": op, "ts": T0 + t, "depth_after": None,
+         "msg_bytes": 100, "structure": None, "reason": None}
+        for t, op, qmgr in [
+            (1_000, "PUT", put_on), (2_000, "PUT", put_on), (3_000, "PUT", put_on), (14_000, "GET", get_on),
+            (15_000, "GET", get_on), (16_000, "PUT", put_on), (41_000, "GET", get_on), (42_000, "GET", get_on),
+            (45_000, "PUT", put_on), (46_000, "GET", get_on),
+        ]
+    ]  # fmt: skip
+
+
+def _performance(records: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
+    """The pure rules' performance events of ``records``, as they read back from the topic."""
+    return [
+        avro.decode("PerformanceEvent", avro.encode("PerformanceEvent", e.record))
+        for e in run_reference(records, config.monitor_settings())
+        if e.topic == topics.PERFORMANCE
+    ]
+
+
+def _jsonable(records: list[dict[str, Any]], drop: frozenset[str] = frozenset()) -> list[str]:
+    return sorted(json.dumps({k: v for k, v in avro.to_jsonable(r).items() if k not in drop}, sort_keys=True)
+                  for r in records)  # fmt: skip
+
+
+def test_a_steady_fill_is_forecast_and_a_shared_queue_is_one_queue_through_kafka(
+    spark, kafka_bootstrap, prefix, tmp_path
+):
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "monitor": {"perfmev": "ENABLED"},
+            "qsgs": [{"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]}],
             "structures": [{"strname": "MSGQ1", "size": 1000}],  # at its SIZE: OVFLWMAX 70 % is 1,400 elements
-            "queues": [{"pattern": "1PAYROLL", "maxdepth": 1600}],  # its puts reach 1,500
+            "queues": [
+                {"pattern": "1PAYROLL", "maxdepth": 1600},  # its puts reach 1,500
+                {"pattern": "PAY.*", "qsvciev": "HIGH", "qsvcint": 10_000, "maxdepth": 10, "qdepthhi": 30,
+                 "qdepthlo": 10, "qdphiev": "ENABLED"},
+            ],
         }
-    )
-    records = _fill(1500)
+    )  # fmt: skip
+    shared = _shared("QM1", "QM2")
+    records = _fill(1500) + shared
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce_activity(kafka_bootstrap, prefix, records)
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
-    live = [r for t, r in outputs(kafka_bootstrap, prefix) if t == topics.ALERTS and r["type"] in WATCHED]
+    out = outputs(kafka_bootstrap, prefix)
+    live = [r for t, r in out if t == topics.ALERTS and r["type"] in WATCHED]
     want = [
         e.record
         for e in run_reference(records, config.monitor_settings(), structure_settings=config.structure_settings())
@@ -65,3 +107,18 @@ def test_a_steady_fill_is_forecast_before_overflow_mode_through_kafka(spark, kaf
     assert any(r[:2] == ("QUEUE_FILL_FORECAST", "FIRING") for r in map(key, live))
     assert fired[0][2] == T0 + 55 * MIN and fired[0][3] == T0 + 70 * MIN  # 15 minutes ahead, with its instant
     assert fired[0][2] < entered[0][2] <= fired[0][3]
+
+    # the shared queue: the pure rules' events, event_ids included ...
+    live_shared = [r for t, r in out if t == topics.PERFORMANCE and r["queue"] == "PAY.IN"]
+    assert _jsonable(live_shared) == _jsonable(_performance(shared, config))
+    # ... each naming the group and the member whose put or get raised it ...
+    raised_by = {(r["type"], r["qmgr"], r["qsg"]) for r in live_shared}
+    assert raised_by == {
+        ("QDEPTH_HIGH", "QM1", "QSG1"),  # the third put
+        ("QSVCINT_HIGH", "QM2", "QSG1"),  # the gets after 13 s and 26 s
+        ("QSVCINT_OK", "QM2", "QSG1"),
+        ("QDEPTH_LOW", "QM2", "QSG1"),
+    }
+    # ... and the events QM9, in no group, gives with all of them on its own PAY.IN
+    naming = frozenset({"event_id", "qmgr", "qsg"})
+    assert _jsonable(live_shared, naming) == _jsonable(_performance(_shared("QM9", "QM9"), config), naming)

@@ -169,7 +169,7 @@ def sorted_input(rows: Iterator[pd.DataFrame], shards: bool = False) -> pd.DataF
     # which pandas' sort_values does on every call
     keys = [pdf[c].values for c in ("src_offset", "src_partition", "rank", "ts")]
     if shards:  # (rows passed through have neither: they sort first, and are taken out by ``rows``)
-        keys += [pdf["shard"].fillna(-1).values, pd.factorize(owners(pdf), sort=True)[0]]
+        keys += [pdf["shard"].astype("float64").fillna(-1).values, pd.factorize(owners(pdf), sort=True)[0]]
     order = np.lexsort(keys)
     del keys
     if (order[1:] > order[:-1]).all():  # already in order (a batch of one partition's records usually is)

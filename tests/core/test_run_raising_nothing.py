@@ -92,14 +92,20 @@ RAISED = Config.model_validate(
 
 
 def _run(
-    name: str, recs: list[Any], cuts: list[int], batched: bool, restarts: list[bool] | None = None
+    name: str,
+    recs: list[Any],
+    cuts: list[int],
+    batched: bool,
+    restarts: list[bool] | None = None,
+    structures: Any = SETTINGS,
 ) -> tuple[list[Any], Any, int]:
     """Outputs, the last stored state (queues decoded) and how many records went to ``on_activity``.
-    ``restarts``: for each batch, whether it runs with the other thresholds (``RAISED``)."""
+    ``restarts``: for each batch, whether it runs with the other thresholds (``RAISED``) rather than
+    ``structures``."""
     out: list[Any] = []
     blob, calls = None, 0
     for b, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(recs)], strict=True)):
-        settings = RAISED if restarts and restarts[b % len(restarts)] else SETTINGS
+        settings = RAISED if restarts and restarts[b % len(restarts)] else structures
         mon = StructureMonitor(name, settings, stored.loads(blob) if blob else None, stored.load_queue)
         batch = recs[lo:hi]
         if batched:
@@ -189,24 +195,6 @@ def _filling(rng: random.Random, name: str, n: int) -> list[Any]:
     return [activity(r, i) for i, r in enumerate(records)]
 
 
-def _run_filling(name: str, recs: list[Any], cuts: list[int], batched: bool) -> tuple[list[Any], Any, int]:
-    out: list[Any] = []
-    blob, calls = None, 0
-    for lo, hi in zip([0, *cuts], [*cuts, len(recs)], strict=True):
-        mon = StructureMonitor(name, FILLING, stored.loads(blob) if blob else None, stored.load_queue)
-        if batched:
-            rules = _Rules(mon)
-            for _, emits in mon.on_activities(recs[lo:hi]):
-                out.extend(e.record for e in emits)
-            calls += rules.calls
-        else:
-            for rec in recs[lo:hi]:
-                out.extend(e.record for e in mon.on_activity(rec))
-                calls += 1
-        blob = stored.dumps(mon.state)
-    return out, _decoded(blob), calls
-
-
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -216,8 +204,8 @@ def _run_filling(name: str, recs: list[Any], cuts: list[int], batched: bool) -> 
 def test_while_a_fill_forecast_fires_on_activities_gives_the_outputs_and_state_of_the_rules(seed, name, cuts):
     recs = _filling(random.Random(seed), name, 1200)
     cuts = sorted(set(cuts))
-    rules_out, rules_state, _ = _run_filling(name, recs, cuts, batched=False)
-    out, state, _ = _run_filling(name, recs, cuts, batched=True)
+    rules_out, rules_state, _ = _run(name, recs, cuts, batched=False, structures=FILLING)
+    out, state, _ = _run(name, recs, cuts, batched=True, structures=FILLING)
     assert out == rules_out
     assert state == rules_state
 

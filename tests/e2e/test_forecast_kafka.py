@@ -17,6 +17,7 @@ from qmon.core import topics
 from qmon.core.config import Config
 from qmon.core.reference import run_reference
 from qmon.streaming.job import run
+from tests.core.test_shared_queues import workload as shared_workload
 from tests.e2e.test_job_kafka import outputs, produce_activity
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -36,17 +37,9 @@ def _fill(n: int) -> list[dict[str, Any]]:
 
 
 def _shared(put_on: str, get_on: str) -> list[dict[str, Any]]:
-    """A producer on ``put_on`` and a consumer on ``get_on`` of PAY.IN: service interval High and OK, depth high
-    and low (``tests/core/test_shared_queues.py``'s workload)."""
-    return [
-        {"event_id": f"{qmgr}-{t}", "qmgr": qmgr, "queue": "PAY.IN", "op": op, "ts": T0 + t, "depth_after": None,
-         "msg_bytes": 100, "structure": None, "reason": None}
-        for t, op, qmgr in [
-            (1_000, "PUT", put_on), (2_000, "PUT", put_on), (3_000, "PUT", put_on), (14_000, "GET", get_on),
-            (15_000, "GET", get_on), (16_000, "PUT", put_on), (41_000, "GET", get_on), (42_000, "GET", get_on),
-            (45_000, "PUT", put_on), (46_000, "GET", get_on),
-        ]
-    ]  # fmt: skip
+    """PAY.IN's puts on ``put_on`` and gets on ``get_on`` of ``tests/core/test_shared_queues.py``'s workload:
+    service interval High and OK, depth high and low."""
+    return [r for r in shared_workload(put_on, get_on) if r.get("queue") == "PAY.IN"]
 
 
 def _performance(records: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:

@@ -17,10 +17,17 @@ from qmon.core.config import KafkaSecurity
 logger = logging.getLogger(__name__)
 
 
+#: what every producer of qmon's input needs: each partition kept in the order it was produced.  librdkafka
+#: retries a failed request (a partition's leader not yet known, say, just after its topic is made) while later
+#: requests to the same partition go on, and only an idempotent producer keeps their order then; the job applies
+#: a record that comes after the event-time frontier has passed it as a late record (``job.max_lateness``)
+IN_ORDER = {"enable.idempotence": True, "acks": "all"}
+
+
 def producer(bootstrap: str, security: KafkaSecurity | None = None, **extra: Any) -> Any:
     from confluent_kafka import Producer
 
-    return Producer(client_config(bootstrap, security, **{"linger.ms": 5, "acks": "all", **extra}))
+    return Producer(client_config(bootstrap, security, **{"linger.ms": 5, **IN_ORDER, **extra}))
 
 
 def produce_rows(

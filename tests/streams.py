@@ -50,6 +50,20 @@ def random_stream(
     return out
 
 
+def streams(rng: random.Random, qmgrs: int, grain_ms: int = 1, n: tuple[int, int] = (10, 60)) -> list[dict[str, Any]]:
+    """Random streams of ``qmgrs`` queue managers from one instant (each starts with its commands at t0, and
+    about one step in seven is 0 ms: equal timestamps across them all), in ``ts`` order; with ``grain_ms``,
+    each ts rounded down to it (a clock that ticks coarsely: many records, commands among them, at one ts);
+    ``n``: the bounds of each queue manager's number of records."""
+    records: list[dict[str, Any]] = []
+    for i in range(qmgrs):
+        records.extend(random_stream(rng, f"QM{i}", n=rng.randint(*n)))
+    for r in records:
+        r["ts"] -= r["ts"] % grain_ms
+    records.sort(key=lambda r: r["ts"])
+    return records
+
+
 STRUCTURE_CONFIG = {
     "structures": [
         {"strname": "MSGQ1", "size": 40, "initsize": 20, "ovflwmax": 70, "fullthreshold": 85, "lgmsgsz": 1024},

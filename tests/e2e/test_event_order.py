@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from qmon.connectors import avro
+from qmon.connectors.clients import IN_ORDER
 from qmon.connectors.kafka import client_config, ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
@@ -29,15 +30,42 @@ WANTED = (topics.PERFORMANCE, topics.REPLIES, topics.OVERFLOW)
 
 
 def produce(bootstrap: str, prefix: str, rows: list[tuple[str, int | None, bytes | None, dict[str, Any]]]) -> None:
-    """(logical topic, partition or None (by key), key, record) in that order."""
-    producer = Producer(client_config(bootstrap))
+    """(logical topic, partition or None (by key), key, record) in that order, each partition kept in it (an
+    idempotent producer: ``clients.IN_ORDER``)."""
+    producer = Producer(client_config(bootstrap, **IN_ORDER))
     for topic, partition, key, rec in rows:
         value = avro.encode({topics.ACTIVITY: "QueueActivity", topics.CONTROL: "ControlCommand"}[topic], rec)
         if partition is None:
             producer.produce(topics.physical(topic, prefix), key=key, value=value)
         else:
             producer.produce(topics.physical(topic, prefix), key=key, value=value, partition=partition)
-    producer.flush(30)
+    assert producer.flush(30) == 0
+
+
+def in_ts_order(bootstrap: str, prefix: str) -> dict[tuple[str, int], int]:
+    """Each input partition's records (activity and commands), read back: how many, once it is checked that
+    every partition holds them in ``ts`` order, the order the job's event-time frontier relies on."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(client_config(bootstrap, **{"group.id": f"order-{prefix}", "enable.auto.commit": False}))
+    counts: dict[tuple[str, int], int] = {}
+    try:
+        for logical in (topics.ACTIVITY, topics.CONTROL):
+            name = topics.physical(logical, prefix)
+            record = {topics.ACTIVITY: "QueueActivity", topics.CONTROL: "ControlCommand"}[logical]
+            for p in consumer.list_topics(name, timeout=10).topics[name].partitions:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)
+                consumer.assign([TopicPartition(name, p, 0)])
+                times: list[int] = []
+                while len(times) < high:
+                    msg = consumer.poll(10)
+                    assert msg is not None and msg.error() is None, f"{name}/{p}: read {len(times)} of {high}"
+                    times.append(int(avro.decode(record, msg.value() or b"")["ts"].timestamp() * 1000))
+                assert times == sorted(times), f"{name}/{p} is not in ts order: {times}"
+                counts[(logical, p)] = len(times)
+    finally:
+        consumer.close()
+    return counts
 
 
 def ids(records: list[tuple[str, dict[str, Any]]]) -> set[tuple[str, str]]:
@@ -193,13 +221,11 @@ def test_the_job_equals_the_pure_rules_over_random_streams_read_in_many_small_ba
     share with event time: they are compared through replay elsewhere.)"""
     from qmon.core.queues import MonitorSettings
     from qmon.core.reference import run_reference
-    from tests.streams import random_stream
+    from tests.streams import streams
 
-    rng = random.Random(20261127)
-    records: list[dict[str, Any]] = []
-    for i in range(16):
-        records.extend(random_stream(rng, f"QM{i}", n=rng.randint(40, 80)))
-    records.sort(key=lambda r: r["ts"])  # as they happen: every partition in ts order (stable: each stream's own)
+    # a clock that ticks by the second: many records of every queue manager at one ts, on every partition of
+    # both topics, so that batches end between records of one ts
+    records = streams(random.Random(20261127), 16, grain_ms=1_000, n=(40, 80))
     rows: list[tuple[str, int | None, bytes | None, dict]] = []
     for r in records:
         if "command" in r:
@@ -217,6 +243,7 @@ def test_the_job_equals_the_pure_rules_over_random_streams_read_in_many_small_ba
     )  # fmt: skip
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     produce(kafka_bootstrap, prefix, rows)
+    assert len(in_ts_order(kafka_bootstrap, prefix)) == 4  # (both partitions of both topics hold records)
     compared = (topics.PERFORMANCE, topics.REPLIES, topics.NOTIFY)
     out = run_to_the_end(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
     got = sorted(_normalised(t, r) for t, r in out if t in compared)

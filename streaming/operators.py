@@ -44,7 +44,9 @@ from qmon.core import topics
 from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueMonitor, command_reply
+from qmon.core.queues.queue_sharing_group import QueueSharingGroupShard
 from qmon.core.records import Activity, Emit
+from qmon.core.sharing import QueueSharingGroup
 from qmon.core.structures import StructureMonitor, StructureSettings
 from qmon.streaming import state as stored
 from qmon.streaming.event_order import Held
@@ -281,10 +283,19 @@ class _Unit:
     def step(
         self, name: str, mon: Any, pdf: pd.DataFrame, watermark: int | None, flush: bool = False
     ) -> list[tuple[int, int, Emit]]:
-        """One monitor's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the watermark
-        has already reached are run at once, as a timer that fires in the same batch.  With ``flush`` (the end of
-        the input), the snapshot is taken now if one is waiting: no later batch moves the arrival clock to it."""
+        """One monitor's rows in a batch (``apply``), then what follows them (``settle``)."""
         emits, newest = self.apply(name, mon, pdf)
+        emits.extend(self.settle(mon, pdf, newest, watermark, flush))
+        return emits
+
+    def settle(
+        self, mon: Any, pdf: pd.DataFrame, newest: int | None, watermark: int | None, flush: bool = False
+    ) -> list[tuple[int, int, Emit]]:
+        """What follows a monitor's rows in a batch.  With ``watermark`` (``applyInPandasWithState``), deadlines the
+        watermark has already reached are run at once, as a timer that fires in the same batch.  With ``flush``
+        (the end of the input), the snapshot is taken now if one is waiting: no later batch moves the arrival
+        clock to it."""
+        emits: list[tuple[int, int, Emit]] = []
         if watermark is not None:
             for _ in range(3):  # a deadline due now; running it may make another one due (rarely)
                 at = self.due(mon)
@@ -402,34 +413,30 @@ class QueueUnit(_Unit):
             pdf["src_offset"].astype("int64").tolist(),
             pdf["clock"].astype("int64").tolist(),
         )
-        # a queue-sharing group's shard: each row's member (its qmgr); a queue manager's: the queue manager
-        shared = mon.qsg is not None
         if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: the fast path
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
-            members = pdf["qmgr"].tolist() if shared else repeat(qmgr)
-            recs = _activities(eid, members, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
+            recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
             _apply_activities(mon, recs, emits)
             return emits, max(ts) if ts else None
         newest = None
-        members = pdf["qmgr"].tolist() if shared else [qmgr] * len(pdf)
-        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock, member in zip(
-            *cols, members, strict=True
+        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
+            *cols, strict=True
         ):
             if kind == Kind.ACTIVITY:
-                out = mon.on_activity(
-                    Activity(eid, member, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
-                )
+                out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
             elif kind == Kind.JOURNAL:
                 out = mon.on_journal(JournalStatus.of(eid, qmgr, ts, json.loads(payload)))
             else:
-                out = self._command(mon, payload, ts, eid, bool(reply), member)
+                out = self._command(mon, payload, ts, eid, bool(reply), qmgr)
             if out:
                 emits.extend((seq, ts, e) for e in out)
             newest = ts if newest is None or ts > newest else newest
         return emits, newest
 
     @staticmethod
-    def _command(mon: QueueMonitor, text: str, ts: int, command_id: str, reply: bool, member: str) -> list[Emit]:
+    def _command(
+        mon: QueueMonitor | QueueSharingGroupShard, text: str, ts: int, command_id: str, reply: bool, member: str
+    ) -> list[Emit]:
         try:
             cmd = parse_command(split_script(text)[0])
         except (MqscError, IndexError) as exc:  # validated upstream; kept safe all the same
@@ -440,22 +447,87 @@ class QueueUnit(_Unit):
         self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
     ) -> list[list[Any]]:
         group = stored.load_group(slot.load())
-        out, touched = [], set()
-        for (qmgr, shard), rows in by_shard(pdf):
-            mon = self._shard(group, qmgr, shard)
-            out.append(self.step(qmgr, mon, rows, watermark, flush))
-            self._put(group, qmgr, shard, mon)
-            touched.add((qmgr, shard))
+        out: list[list[Any]] = []
+        touched: set[tuple[str, int]] = set()
+        for (owner, shard), rows in by_shard(pdf):
+            qsg = self.settings.sharing.group_named(owner)
+            if qsg is not None:
+                out.extend(self._group_shard(group, qsg, shard, rows, watermark, flush, touched))
+                continue
+            mon = self._shard(group, owner, shard)
+            out.append(self.step(owner, mon, rows, watermark, flush))
+            self._put(group, owner, shard, mon)
+            touched.add((owner, shard))
         if watermark is not None:  # a group with rows is not timed out: the other shards' deadlines, now
             out.extend(self._ticks(group, watermark, touched))
         self._store(group, slot)
         return out
+
+    def _group_shard(
+        self,
+        group: stored.ShardGroup,
+        qsg: QueueSharingGroup,
+        shard: int,
+        pdf: pd.DataFrame,
+        watermark: int | None,
+        flush: bool,
+        touched: set[tuple[str, int]],
+    ) -> list[list[Any]]:
+        """A queue-sharing group's shard (``qmon.core.queues.queue_sharing_group``): its members' rows, each applied
+        to the group's monitor or to its member's, both stored in the group's key under their own names."""
+        loaded: dict[str, tuple[QueueMonitor, bool]] = {}
+
+        def monitor(name: str) -> QueueMonitor:
+            if name not in loaded:
+                blob = group["shards"].get(name, {}).get(str(shard))
+                loaded[name] = (self._shard(group, name, shard), blob is not None)
+            return loaded[name][0]
+
+        monitors = QueueSharingGroupShard(qsg, monitor(qsg.name), monitor)
+        emits: list[tuple[int, int, Emit]] = []
+        newest = None
+        for kind, eid, member, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
+            pdf["kind"].tolist(),
+            pdf["event_id"].tolist(),
+            pdf["qmgr"].tolist(),
+            pdf["queue"].tolist(),
+            pdf["op"].tolist(),
+            pdf["ts"].astype("int64").tolist(),
+            _opt_int(pdf["depth_after"].tolist()),
+            _opt_int(pdf["msg_bytes"].tolist()),
+            _opt_str(pdf["structure"].tolist()),
+            _opt_int(pdf["reason"].tolist()),
+            pdf["payload"].tolist(),
+            pdf["reply"].tolist(),
+            pdf["src_offset"].astype("int64").tolist(),
+            pdf["clock"].astype("int64").tolist(),
+            strict=True,
+        ):
+            if kind == Kind.ACTIVITY:
+                rec = Activity(eid, member, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
+                out = monitors.on_activity(rec)
+            else:
+                out = self._command(monitors, payload, ts, eid, bool(reply), member)
+            emits.extend((seq, ts, e) for e in out)
+            newest = ts if newest is None or ts > newest else newest
+        result = [emits]
+        for name, (mon, existed) in sorted(loaded.items()):
+            if existed or _holds_anything(mon):  # (not a member's monitor only looked into)
+                result.append(self.settle(mon, pdf, newest, watermark, flush))
+                self._put(group, name, shard, mon)
+                touched.add((name, shard))
+        return result
 
     def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
         group = stored.load_group(slot.load())
         out = self._ticks(group, watermark, set())
         self._store(group, slot)
         return out
+
+
+def _holds_anything(mon: QueueMonitor) -> bool:
+    """Whether a queue monitor holds more than a new one: queues, settings, registrations or journals."""
+    return bool(mon.queues) or any(mon.state.get(k) for k in ("perfmev", "member_perfmev", "interest", "journals"))
 
 
 class StructureUnit(_Unit):

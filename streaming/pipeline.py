@@ -17,8 +17,8 @@ Steps:
    reply *and* a dead letter.
 3. Route to the operator's units, key ``(unit, unit_name, bucket)``.  Activity goes to its queue
    manager's shard ``pmod(xxhash64(queue), buckets)`` (column ``shard``), in the group of shards that holds
-   it, key ``(Q, "", placed bucket)`` (``route``; a shared queue's to its queue-sharing group's shard, split and
-   placed under the group's name: ``qmon.core.sharing``), and, when it names a structure, also to
+   it, key ``(Q, "", placed bucket)`` (``route``; a queue-sharing group member's to its group's shard, split and
+   placed under the group's name: ``qmon.core.queues.queue_sharing_group``), and, when it names a structure, also to
    ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.core.placement``); a command that names one queue to that queue's shard, one that
    concerns the whole queue manager (ALTER QMGR, generic names, interest) to every shard of it, and only
    shard 0 replies (``RESET QSTATS`` with a generic name: every shard replies with its part); journal status to the shard of its library.  Dead letters and error replies ride along (kind P) and are passed
@@ -34,9 +34,7 @@ Steps:
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -403,31 +401,12 @@ def framed(value: Column, topic: Column, ids: dict[str, int]) -> Column:
     return F.concat(F.coalesce(headers[topic], F.lit(b"")), value)
 
 
-def _like(pattern: str) -> str:
-    """A queue-name pattern of ``qsgs[].shared_queues`` (``*``, ``?``) as SQL LIKE's (``%``, ``_``), a queue name's
-    own ``%`` and ``_`` escaped: both match a whole name, any character included (Spark's LIKE is DOTALL)."""
-    return "".join("%" if c == "*" else "_" if c == "?" else "\\" + c if c in "%_\\" else c for c in pattern)
-
-
 def _group_of(qmgr: Column, sharing: Sharing) -> Column | None:
     """The queue-sharing group ``qmgr`` is a member of (``Sharing.group_of``), else null; None without groups."""
     members = sorted((m, g.name) for g in sharing.groups for m in g.members)
     if not members:
         return None
     return F.create_map(*[F.lit(x) for kv in members for x in kv])[qmgr]
-
-
-def _shared_by(qmgr: Column, queue: Column, sharing: Sharing) -> Column | None:
-    """The queue-sharing group whose shared queue ``queue`` of ``qmgr`` is (``Sharing.shared``), else null; None
-    when no group shares a queue."""
-    out: Column | None = None
-    for g in reversed(sharing.groups):
-        if not g.members or not g.shared_queues:
-            continue
-        matches = functools.reduce(operator.or_, [queue.like(_like(p)) for p in g.shared_queues])
-        shared = qmgr.isin(*g.members) & matches
-        out = F.when(shared, F.lit(g.name)).otherwise(F.lit(None).cast("string") if out is None else out)
-    return out
 
 
 def topic_numbers(names: dict[str, str]) -> dict[str, int]:
@@ -453,10 +432,12 @@ def route(
     a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
     of keys (each a fixed cost in every micro-batch) does not grow with the queue managers.
 
-    ``sharing``: the queue-sharing groups (``qmon.core.sharing``), as literals of the query.  A shared queue's
-    records and commands, whichever member names it, go to its group's shard, split and placed as a queue
-    manager's are under the group's name (column ``qsg``; ``qmgr`` stays the member); a command for a whole
-    queue manager (ALTER QMGR, PING, interest) to the member's shards and, without a reply, to its group's."""
+    ``sharing``: the queue-sharing groups (``qmon.core.sharing``), as literals of the query.  A group member's
+    records and commands of its queues, shared or its own, go to its group's shard of the queue's name, split
+    and placed as a queue manager's are under the group's name (column ``qsg``; ``qmgr`` stays the member), and
+    its commands for the whole queue manager to every shard of the group's: which queue a record is about is
+    decided there, from the group's state (``qmon.core.queues.queue_sharing_group``), so that a DEFINE ...
+    QSGDISP(SHARED) alone makes a queue shared."""
     _routed = _Router(F.create_map(*[F.lit(x) for kv in topic_numbers(names).items() for x in kv])[F.col("topic")])
     units = queue_units or [0]
     unit_keys = F.array(*[F.lit(int(b)) for b in units])
@@ -507,7 +488,7 @@ def route(
         """The name a row's shard is kept under: its group's (``qsg``, when not null), else its queue manager's."""
         return qmgr if qsg is None else F.coalesce(qsg, qmgr)
 
-    qsg = _shared_by(F.col("ra.qmgr"), F.col("ra.queue"), sharing)
+    qsg = _group_of(F.col("ra.qmgr"), sharing)
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
@@ -537,17 +518,10 @@ def route(
             rank=F.lit(0),
         )
 
+    # a queue-sharing group member's commands go to its group's shards, which hold all its queues
     group = _group_of(F.col("rc.qmgr"), sharing)
-    if group is None:
-        fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0))
-    else:  # a member's: its own shards, then its group's (which keep each member's PERFMEV), shard 0 replying
-        last = F.when(group.isNotNull(), F.lit(2 * buckets - 1)).otherwise(F.lit(buckets - 1))
-        fan_out = F.transform(
-            F.sequence(F.lit(0), last),
-            lambda b: command(F.pmod(b, F.lit(buckets)), b == 0, qsg=F.when(b >= buckets, group)),
-        )
-    one_qsg = _shared_by(F.col("rc.qmgr"), F.col("p.name"), sharing)
-    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True), qsg=one_qsg))
+    fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0, qsg=group))
+    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True), qsg=group))
     # every shard replies with its part, told which one in the command id (qmon.core.mqsc.split_part)
     parts = F.transform(
         F.sequence(F.lit(0), F.lit(buckets - 1)),
@@ -555,6 +529,7 @@ def route(
             b,
             F.lit(True),
             F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"), F.lit(f"/{buckets}")),
+            qsg=group,
         ),
     )
     payload = F.to_json(

@@ -324,8 +324,9 @@ class QsgConfig(_Model):
     )
     shared_queues: tuple[str, ...] = Field(
         (),
-        description="names of its shared queues (patterns, * and ?): a member's queue whose name matches is the "
-        "group's shared queue, as DEFINE QLOCAL(name) QSGDISP(SHARED) makes it",
+        description="names of queues shared from the start (patterns, * and ?): a member's queue whose name "
+        "matches is the group's shared queue, as if a member had sent DEFINE QLOCAL(name) QSGDISP(SHARED) (which "
+        "shares any other)",
     )
 
     @field_validator("name", mode="before")

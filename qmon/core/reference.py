@@ -8,9 +8,9 @@ structure, fed records in the order the job uses: (ts, commands first, arrival),
 check ahead of them (``qmon.core.dedup``: the first copy of a record in its slice of ts is kept; within one
 run nothing is forgotten).
 
-A record or command for a shared queue goes to its group's monitor, whichever member it names; a command for
-the whole queue manager (ALTER QMGR, PING QMGR, interest) to the member's, and to its group's without a reply
-(whose shard keeps each member's PERFMEV), as the job delivers them.
+A queue-sharing group member's records and commands go to its group's shard (``qmon.core.queues.queue_sharing_group``),
+one for the whole group: the group's monitor for its shared queues, each member's for its own queues, as the
+job delivers them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from qmon.core.dedup import SliceIds, slice_of
 from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueMonitor
+from qmon.core.queues.queue_sharing_group import QueueSharingGroupShard
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor, StructureSettings
 
@@ -53,6 +54,11 @@ def run_reference(
             mon = monitors[name] = QueueMonitor(name, settings)
         return mon
 
+    def shard(qmgr: str) -> QueueMonitor | QueueSharingGroupShard:
+        """What a queue manager's queue records reach: its monitor, or its queue-sharing group's shard."""
+        group = sharing.group_of(qmgr)
+        return monitor(qmgr) if group is None else QueueSharingGroupShard(group, monitor(group.name), monitor)
+
     for ts, _rank, seq, rec in keyed:
         qmgr = rec["qmgr"]
         if "journal" in rec:
@@ -65,14 +71,7 @@ def run_reference(
             except (MqscError, IndexError):
                 continue
             command_id = str(rec.get("command_id") or seq)
-            if cmd.scope == "queue":  # its queue's monitor: a shared queue's is its group's
-                assert cmd.name is not None
-                out.extend(monitor(sharing.owner(qmgr, cmd.name)).on_command(cmd, ts, command_id, True, qmgr))
-                continue
-            out.extend(monitor(qmgr).on_command(cmd, ts, command_id, True))
-            group = sharing.group_of(qmgr)
-            if cmd.scope == "qmgr" and group is not None:
-                out.extend(monitor(group.name).on_command(cmd, ts, command_id, False, qmgr))
+            out.extend(shard(qmgr).on_command(cmd, ts, command_id, True, qmgr))
         else:
             eid = str(rec.get("event_id") or seq)
             if slices.setdefault(slice_of(ts), SliceIds()).seen((qmgr, rec["queue"], eid)):
@@ -90,7 +89,7 @@ def run_reference(
                 ts,
                 seq,
             )
-            out.extend(monitor(sharing.owner(qmgr, rec["queue"])).on_activity(act))
+            out.extend(shard(qmgr).on_activity(act))
             name = rec.get("structure")
             if name:
                 smon = structures.get(name)

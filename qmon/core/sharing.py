@@ -2,15 +2,11 @@
 which queue of which queue manager is one shared queue, and the name its state is kept under.  Pure.
 
 A queue-sharing group is declared in the configuration (``qsgs``): its name, its members (queue managers,
-as records name them) and the names of its shared queues (patterns, ``*`` and ``?``).  A queue of a member
-whose name matches is the group's shared queue: every member's puts, gets and commands for it reach one
-queue, whose identity is (group, queue) rather than (queue manager, queue) (``owner``).  The rules keep it in
-a shard of the group's (``qmon.core.queues``), the pure reference in the group's monitor
-(``qmon.core.reference``), and the Spark job routes its records to the group's key (``streaming.pipeline``).
-
-Which queues are shared is decided by the configuration only, so that the job can route every record by its
-queue manager and queue alone: ``DEFINE QLOCAL(name) QSGDISP(SHARED)`` is accepted for a queue the
-configuration shares, and answered with an error naming the setting for any other (``qmon.core.queues``).
+as records name them) and the names of queues shared from the start (patterns, ``*`` and ``?``).  A queue of a
+member whose name matches, or that a member defined with ``QSGDISP(SHARED)``, is the group's shared queue: every
+member's puts, gets and commands for it reach one queue, whose identity is (group, queue) rather than (queue
+manager, queue).  Every queue of a member reaches its group's shard (``qmon.core.queues.queue_sharing_group``),
+which decides from its state which queue a record is about.
 """
 
 from __future__ import annotations
@@ -55,12 +51,3 @@ class Sharing:
     def group_named(self, name: str) -> QueueSharingGroup | None:
         """The group called ``name``, if any (a shard or monitor of that name is the group's)."""
         return self._by_name.get(name)
-
-    def shared(self, qmgr: str, queue: str) -> str | None:
-        """The name of the group whose shared queue ``queue`` of ``qmgr`` is, or None (the queue manager's own)."""
-        group = self._by_member.get(qmgr)
-        return group.name if group is not None and group.shares(queue) else None
-
-    def owner(self, qmgr: str, queue: str) -> str:
-        """The name a queue's state is kept under: its group's for a shared queue, else its queue manager's."""
-        return self.shared(qmgr, queue) or qmgr

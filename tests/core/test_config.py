@@ -215,10 +215,9 @@ qsgs:
 def test_queue_sharing_groups_reach_the_rules(tmp_path):
     sharing = load_config(write(tmp_path, QSGS)).monitor_settings().sharing
     assert [g.name for g in sharing.groups] == ["QSG1", "QSG2"]  # a group's name in upper case, as on z/OS
-    assert sharing.owner("QM1", "PAY.IN") == sharing.owner("QM2", "PAY.IN") == "QSG1"
-    assert sharing.owner("QM2", "ORDERS") == "QSG1" and sharing.owner("QM2", "ORDERS.X") == "QM2"
-    assert sharing.owner("QM3", "PAY.IN") == "QM3"  # QSG2 shares no queue
-    assert sharing.owner("QM9", "PAY.IN") == "QM9"  # in no group
+    qsg1 = sharing.group_of("QM2")
+    assert qsg1.name == "QSG1" and qsg1.shares("PAY.IN") and qsg1.shares("ORDERS") and not qsg1.shares("ORDERS.X")
+    assert not sharing.group_of("QM3").shares("PAY.IN")  # QSG2 shares no queue from the start
     assert sharing.group_of("QM3").name == "QSG2" and sharing.group_of("QM9") is None
 
 

@@ -195,18 +195,60 @@ def test_every_member_commands_the_one_queue():
 @pytest.mark.parametrize(
     "qmgr,text,fragment",
     [
-        ("QM1", "DEFINE QLOCAL(ORDERS) QSGDISP(SHARED)", "add a pattern that matches it to the group's shared_queues"),
         ("QM3", "DEFINE QLOCAL(PAY.IN) QSGDISP(SHARED)", "QM3 is a member of no queue-sharing group"),
-        ("QM1", "ALTER QLOCAL(ORDERS) QSGDISP(SHARED) QSVCINT(5)", "not a shared queue of queue-sharing group QSG1"),
+        ("QM1", "ALTER QLOCAL(ORDERS) QSGDISP(SHARED) QSVCINT(5)", "DEFINE QLOCAL(ORDERS) QSGDISP(SHARED) on any"),
         ("QM2", "DEFINE QLOCAL(PAY.IN) QSGDISP(QMGR)", "qmon keeps no queue of QM2 alone beside it"),
         ("QM2", "ALTER QLOCAL(PAY.IN) QSGDISP(PRIVATE) QSVCINT(5)", "give QSGDISP(SHARED) or no QSGDISP"),
     ],
 )
-def test_qsgdisp_that_the_configuration_does_not_share_is_refused_naming_the_setting(qmgr, text, fragment):
+def test_a_qsgdisp_that_cannot_apply_is_refused_saying_why(qmgr, text, fragment):
     out = outputs([cmd(0, text, qmgr, "c"), act(1_000, "PUT", qmgr, queue=parse_command(text).name)], settings())
     [reply] = [r for r in out if r["topic"] == topics.REPLIES]
     assert not reply["ok"] and reply["qmgr"] == qmgr and fragment in reply["message"], reply["message"]
-    assert "qsgs" in reply["message"] or "shared_queues" in reply["message"]
+
+
+def test_a_queue_defined_shared_by_mqsc_alone_gives_the_events_of_one_queue_manager():
+    """No pattern shares PAY.IN or PAY.OTHER: a DEFINE ... QSGDISP(SHARED) on a member, before any activity,
+    makes each one queue for every member, with the events of the configuration's shared queues."""
+    by_config = outputs(workload("QM1", "QM2"), settings())
+    defines = [
+        cmd(0, "DEFINE QLOCAL(PAY.IN) QSGDISP(SHARED)", "QM2", "d1"),
+        cmd(0, "DEFINE QLOCAL(PAY.OTHER) QSGDISP(SHARED)", "QM1", "d2"),
+    ]
+    by_mqsc = outputs(defines + workload("QM1", "QM2"), settings(qsgs=[{**QSGS[0], "shared_queues": []}]))
+    replies = {r["command_id"]: r for r in by_mqsc if r["topic"] == topics.REPLIES}
+    assert replies["d1"]["ok"] and replies["d1"]["qmgr"] == "QM2"
+    assert replies["d1"]["message"].endswith("It is a shared queue of queue-sharing group QSG1.")
+    events = [r for r in by_mqsc if r["topic"] != topics.REPLIES]
+    assert events == [r for r in by_config if r["topic"] != topics.REPLIES]
+    assert {r["qsg"] for r in events} == {"QSG1"} and len(events) == 11
+
+
+def test_a_name_already_a_members_own_queue_is_not_made_shared_and_stays_each_members():
+    """QM1 has put to ORDERS as its own queue: QM2's DEFINE QLOCAL(ORDERS) QSGDISP(SHARED) is refused, naming QM1,
+    and each member's ORDERS keeps its own depth and events; a name nobody used yet is shared from its DEFINE."""
+    records = [
+        cmd(0, "ALTER QMGR PERFMEV(ENABLED)", "QM1", "p1"),
+        cmd(0, "ALTER QMGR PERFMEV(ENABLED)", "QM2", "p2"),
+        cmd(0, "ALTER QLOCAL(ORDERS) QSVCIEV(HIGH) QSVCINT(1000)", "QM1", "a1"),
+        act(500, "PUT", "QM1", queue="ORDERS"),
+        cmd(600, "DEFINE QLOCAL(ORDERS) QSGDISP(SHARED)", "QM2", "refused"),
+        cmd(600, "DEFINE QLOCAL(NEW.Q) QSGDISP(SHARED) QSVCIEV(HIGH) QSVCINT(1000)", "QM2", "shared"),
+        act(700, "PUT", "QM2", queue="ORDERS"),  # QM2's own ORDERS: QSVCIEV NONE
+        act(800, "PUT", "QM1", queue="NEW.Q"),
+        act(3_000, "GET", "QM1", queue="ORDERS"),  # 2.5 s on QM1's own ORDERS: High, QM1's alone
+        act(3_000, "GET", "QM2", queue="NEW.Q"),  # 2.2 s on the shared NEW.Q: High, raised by QM2
+    ]
+    out = outputs(records, settings(qsgs=[{**QSGS[0], "shared_queues": []}]))
+    replies = {r["command_id"]: r for r in out if r["topic"] == topics.REPLIES}
+    assert not replies["refused"]["ok"] and replies["refused"]["qmgr"] == "QM2"
+    assert "ORDERS is already a queue of QM1 alone" in replies["refused"]["message"]
+    assert replies["shared"]["ok"]
+    perf = [(r["type"], r["qmgr"], r["qsg"], r["queue"], r["key"]) for r in out if r["topic"] == topics.PERFORMANCE]
+    assert perf == [
+        ("QSVCINT_HIGH", "QM1", None, "ORDERS", "QM1/ORDERS"),
+        ("QSVCINT_HIGH", "QM2", "QSG1", "NEW.Q", "QSG1/NEW.Q"),
+    ]
 
 
 def test_qsgdisp_that_agrees_with_the_configuration_is_accepted():

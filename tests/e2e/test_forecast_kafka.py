@@ -1,8 +1,9 @@
 """What qmon does beyond IBM MQ and CQS, through the real path in one run of the job: a CF structure and a
 queue filling steadily, as QueueActivity on Kafka, give STRUCTURE_FILL_FORECAST and QUEUE_FILL_FORECAST on the
 alerts topic ahead of the real alerts, each with the instant it predicts; a shared queue's puts on one member
-and gets on another give the service interval and depth events one queue manager would.  Both exactly as the
-pure rules give them."""
+and gets on another give the service interval and depth events one queue manager would, whether the
+configuration shares it or a member's DEFINE ... QSGDISP(SHARED) alone does.  All exactly as the pure rules give
+them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from qmon.connectors import avro
+from qmon.connectors.clients import send_commands
 from qmon.connectors.kafka import ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
@@ -23,6 +25,7 @@ from tests.e2e.test_job_kafka import outputs, produce_activity
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 T0 = 1_700_000_010_000  # a multiple of the 30-second sample step
+T0_SHARED = 1_700_000_000_000  # the shared-queue workload's
 MIN = 60_000
 WATCHED = ("STRUCTURE_FILL_FORECAST", "QUEUE_FILL_FORECAST", "OVERFLOW_MODE_ENTERED")
 
@@ -40,6 +43,18 @@ def _shared(put_on: str, get_on: str) -> list[dict[str, Any]]:
     """PAY.IN's puts on ``put_on`` and gets on ``get_on`` of ``tests/core/test_shared_queues.py``'s workload:
     service interval High and OK, depth high and low."""
     return [r for r in shared_workload(put_on, get_on) if r.get("queue") == "PAY.IN"]
+
+
+#: a queue no pattern shares, given its attributes by the DEFINE that makes it shared
+ORD4 = (
+    "DEFINE QLOCAL('ORD4.MQSC') {}QSVCINT(10000) QSVCIEV(HIGH) MAXDEPTH(10) QDEPTHHI(30) QDEPTHLO(10) QDPHIEV(ENABLED)"
+)
+
+
+def _defined_by_mqsc(put_on: str, get_on: str, define_on: str, disp: str) -> list[dict[str, Any]]:
+    """``_shared``'s workload on ORD4.MQSC, its DEFINE sent on ``define_on`` before any activity."""
+    define = {"ts": T0_SHARED, "qmgr": define_on, "command": ORD4.format(disp), "command_id": "ord4"}
+    return [define, *({**r, "queue": "ORD4.MQSC"} for r in _shared(put_on, get_on))]
 
 
 def _performance(records: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
@@ -64,7 +79,10 @@ def test_a_steady_fill_is_forecast_and_a_shared_queue_is_one_queue_through_kafka
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"perfmev": "ENABLED"},
-            "qsgs": [{"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]}],
+            "qsgs": [
+                {"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]},
+                {"name": "QSG4", "members": ["F4QA", "F4QB", "F4QC"], "shared_queues": ["SHR4.*"]},
+            ],
             "structures": [{"strname": "MSGQ1", "size": 1000}],  # at its SIZE: OVFLWMAX 70 % is 1,400 elements
             "queues": [
                 {"pattern": "1PAYROLL", "maxdepth": 1600},  # its puts reach 1,500
@@ -74,9 +92,11 @@ def test_a_steady_fill_is_forecast_and_a_shared_queue_is_one_queue_through_kafka
         }
     )  # fmt: skip
     shared = _shared("QM1", "QM2")
+    by_mqsc = _defined_by_mqsc("F4QA", "F4QC", "F4QC", "QSGDISP(SHARED) ")
     records = _fill(1500) + shared
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
-    produce_activity(kafka_bootstrap, prefix, records)
+    send_commands(kafka_bootstrap, "F4QC", [by_mqsc[0]["command"]], ts=T0_SHARED, prefix=prefix)
+    produce_activity(kafka_bootstrap, prefix, records + by_mqsc[1:])
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
     out = outputs(kafka_bootstrap, prefix)
     live = [r for t, r in out if t == topics.ALERTS and r["type"] in WATCHED]
@@ -115,3 +135,18 @@ def test_a_steady_fill_is_forecast_and_a_shared_queue_is_one_queue_through_kafka
     # ... and the events QM9, in no group, gives with all of them on its own PAY.IN
     naming = frozenset({"event_id", "qmgr", "qsg"})
     assert _jsonable(live_shared, naming) == _jsonable(_performance(_shared("QM9", "QM9"), config), naming)
+
+    # a queue shared by its DEFINE ... QSGDISP(SHARED) alone: accepted, then one queue for every member, whose
+    # events are the pure rules' and, but for their names, those of QM9's own ORD4.MQSC
+    [reply] = [r for t, r in out if t == topics.REPLIES and r["message"].startswith("DEFINE QLOCAL('ORD4.MQSC')")]
+    assert reply["ok"] and reply["qmgr"] == "F4QC" and "shared queue of queue-sharing group QSG4" in reply["message"]
+    live_ord4 = [r for t, r in out if t == topics.PERFORMANCE and r["queue"] == "ORD4.MQSC"]
+    assert _jsonable(live_ord4) == _jsonable(_performance(by_mqsc, config))
+    assert {(r["type"], r["qmgr"], r["qsg"]) for r in live_ord4} == {
+        ("QDEPTH_HIGH", "F4QA", "QSG4"),
+        ("QSVCINT_HIGH", "F4QC", "QSG4"),
+        ("QSVCINT_OK", "F4QC", "QSG4"),
+        ("QDEPTH_LOW", "F4QC", "QSG4"),
+    }
+    alone = _defined_by_mqsc("QM9", "QM9", "QM9", "")
+    assert _jsonable(live_ord4, naming) == _jsonable(_performance(alone, config), naming)

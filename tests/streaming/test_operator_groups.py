@@ -16,7 +16,6 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from qmon.connectors import avro
 from qmon.core import topics
 from qmon.core.event_order import NO_TIME
-from qmon.core.mqsc import parse_command
 from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
@@ -332,9 +331,9 @@ def test_a_group_whose_batch_brings_only_dead_letters_keeps_its_timeout_and_fire
 
 
 def test_a_queue_sharing_groups_shard_takes_every_members_rows_and_names_each_member():
-    """Rows routed to a queue-sharing group's shard (``qsg``) of its members' puts, gets and commands, beside a
-    member's own shard in the same key: the outputs and the group's stored shard are the pure reference's, each
-    record naming its member, and the group's shard is kept under the group's name."""
+    """Rows routed to a queue-sharing group's shard (``qsg``): its members' puts, gets and commands, of shared queues
+    and of their own: the outputs are the pure reference's, each record naming its member, the shared queues
+    kept under the group's name and each member's own beside them under the member's."""
     from qmon.core.reference import run_reference
     from qmon.core.sharing import QueueSharingGroup, Sharing
 
@@ -358,18 +357,14 @@ def test_a_queue_sharing_groups_shard_takes_every_members_rows_and_names_each_me
     ):
         records.append({"ts": ts, "qmgr": qmgr, "queue": queue, "op": op, "event_id": f"e{i}"})
     rows = []
-    for seq, r in enumerate(records, start=1):
-        name = r["queue"] if "queue" in r else parse_command(r["command"]).name
-        qsg = sharing.shared(r["qmgr"], name) if name is not None else None
+    for seq, r in enumerate(records, start=1):  # (every member's row to the group's shard)
         if "command" in r:
             rows.append(
-                {**command(r["ts"], r["command"], seq), "qmgr": r["qmgr"], "event_id": r["command_id"], "qsg": qsg}
+                {**command(r["ts"], r["command"], seq), "qmgr": r["qmgr"], "event_id": r["command_id"], "qsg": "QSG1"}
             )
-            if name is None:  # ALTER QMGR: the member's group's shard too, without a reply
-                rows.append({**rows[-1], "qsg": "QSG1", "reply": False})
         else:
             fields = {k: r[k] for k in ("qmgr", "queue", "op", "event_id")}
-            rows.append({**row("A", r["ts"], seq=seq), **fields, "qsg": qsg})
+            rows.append({**row("A", r["ts"], seq=seq), **fields, "qsg": "QSG1"})
     g = Groups(settings=settings)
     got = decoded(g.rows(KEY, frame(*rows)))
     want = [
@@ -383,7 +378,8 @@ def test_a_queue_sharing_groups_shard_takes_every_members_rows_and_names_each_me
         ("QSVCINT_HIGH", "QM2", "QSG1", "PAY.IN"),
         ("QSVCINT_OK", "QM2", "QSG1", "PAY.IN"),  # 0.2 s after the High's get
     ]
-    assert set(g.group()["shards"]) == {"QM1", "QM2", "QSG1"}  # (QM2's own: its ALTER QMGR)
+    assert set(g.group()["shards"]) == {"QM1", "QM2", "QSG1"}  # (QM1's own ORDERS; QM2's own: its ALTER QMGR)
+    assert list(g.shard(qmgr="QM1")["queues"]) == ["ORDERS"]
     shared = g.shard(qmgr="QSG1")
     assert shared["member_perfmev"] == {"QM1": "ENABLED", "QM2": "ENABLED"}
     assert stored.load_queue(shared["queues"]["PAY.IN"])["by"] == "QM2"

@@ -31,11 +31,11 @@ a stateful operator is paid per shard, not per queue.  A shard holds the
 queue-manager settings (PERFMEV) itself, because every command that concerns
 the whole queue manager is delivered to every shard.
 
-A queue-sharing group's shared queues (``qmon.core.sharing``) are shards of their own, under the group's name:
-every member's puts, gets and commands of a shared queue reach its one state there.  Such a shard keeps each
-member's PERFMEV (a member's ALTER QMGR is delivered to it too) and, for each queue, the member of its latest
-record; an operation follows its member's PERFMEV, and the records name the group (``qsg``) and the member
-(``qmgr``).
+A queue-sharing group's shared queues (``qmon.core.sharing``) are a monitor of their own, under the group's
+name, in the group's shard (``queue_sharing_group``) beside each member's own queues: every member's puts, gets
+and commands of a shared queue reach its one state there.  The group's monitor keeps each member's PERFMEV and,
+for each queue, the member of its latest record; an operation follows its member's PERFMEV, and the records name
+the group (``qsg``) and the member (``qmgr``).
 
 State is made of plain dicts and lists only, so that it pickles compactly and
 survives code changes that do not change its shape.

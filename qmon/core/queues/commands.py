@@ -79,30 +79,20 @@ class Commands(ShardBase):
         return [command_reply(command_id, qmgr, ts, ok, f"{canonical(cmd)}: {message}")]
 
     def _qsgdisp_refused(self, name: str, disp: str | None, qmgr: str) -> str | None:
-        """Why a DEFINE or ALTER QLOCAL with QSGDISP(``disp``) cannot apply, or None.  Which queues are shared is
-        the configuration's to say (``qmon.core.sharing``): a shared queue's command reaches the group's shard,
-        any other the queue manager's, before its QSGDISP is read.  So QSGDISP(SHARED) applies to a queue the
-        configuration shares, and QSGDISP(QMGR, COPY, GROUP or PRIVATE), a queue of one queue manager, to a queue
-        it does not; no QSGDISP applies to either."""
+        """Why a DEFINE or ALTER QLOCAL with QSGDISP(``disp``) cannot apply here, or None.  A queue-sharing group
+        member's queues reach its group's shard, which sends a shared queue's commands to the group's monitor
+        and QSGDISP(SHARED) of a name that can be shared there too (``queue_sharing_group``); so the group's
+        monitor takes QSGDISP(SHARED) or none, and QSGDISP(SHARED) reaches a queue manager's own monitor only
+        when it is a member of no group."""
         if self.qsg is not None and disp not in (None, "SHARED"):
             return (
-                f"QSGDISP({disp}): {name} is a shared queue of queue-sharing group {self.qsg} in qmon's "
-                f"configuration (qsgs), and qmon keeps no queue of {qmgr} alone beside it; give QSGDISP(SHARED) "
-                "or no QSGDISP."
+                f"QSGDISP({disp}): {name} is a shared queue of queue-sharing group {self.qsg}, and qmon keeps no "
+                f"queue of {qmgr} alone beside it; give QSGDISP(SHARED) or no QSGDISP."
             )
         if self.qsg is None and disp == "SHARED":
-            group = self.settings.sharing.group_of(qmgr)
-            if group is None:
-                return (
-                    f"QSGDISP(SHARED): {qmgr} is a member of no queue-sharing group in qmon's configuration; declare "
-                    f"its group under qsgs, with {name} matching one of the group's shared_queues, for the members' "
-                    "puts and gets to reach one queue."
-                )
             return (
-                f"QSGDISP(SHARED): {name} is not a shared queue of queue-sharing group {group.name} in qmon's "
-                f"configuration; add a pattern that matches it to the group's shared_queues (qsgs) and restart the "
-                "job: qmon decides which queues are shared from its configuration, so that every member's puts "
-                "and gets reach one queue."
+                f"QSGDISP(SHARED): {qmgr} is a member of no queue-sharing group in qmon's configuration; declare its "
+                f"group under qsgs for the members' puts and gets of {name} to reach one queue."
             )
         return None
 

@@ -216,6 +216,14 @@ def _wait_for_joined_replies(
     return done
 
 
+def commands_read(n: int, failed: int) -> str:
+    """runmqsc's summary of a run of ``n`` commands, ``failed`` of them failed."""
+    read = "One MQSC command read." if n == 1 else f"{n} MQSC commands read."
+    if failed == 0:
+        return f"{read}\nAll valid MQSC commands were processed."
+    return f"{read}\n" + ("One command has" if failed == 1 else f"{failed} commands have") + " a syntax error or failed."
+
+
 def cmd_mqsc(args: argparse.Namespace) -> int:
     from qmon.connectors.clients import send_commands
 
@@ -248,11 +256,7 @@ def cmd_mqsc(args: argparse.Namespace) -> int:
         else:
             failed += 0 if reply["ok"] else 1
             print(reply["message"])
-    print(
-        f"{len(commands)} MQSC commands read.\n{failed} commands have a syntax error or failed."
-        if failed
-        else f"{len(commands)} MQSC commands read.\nAll valid MQSC commands were processed."
-    )
+    print(commands_read(len(commands), failed))
     return 1 if failed else 0
 
 

@@ -307,6 +307,8 @@ def parse_command(text: str) -> Command:
                 attrs[kw] = _choice(QSGDISP, value, _QSGDISP[verb])
             elif kw in ("REPLACE", "NOREPLACE") and verb == "DEFINE":
                 attrs["REPLACE"] = kw == "REPLACE"
+            elif kw == "FORCE" and verb == "ALTER" and value is None:
+                pass  # (MQ: alter even while the queue is open; qmon holds no open handles to refuse for)
             elif kw in _IGNORED_QUEUE_ATTRS:
                 ignored.append(kw)
             else:

@@ -24,3 +24,16 @@ def test_other_failures_are_not_taken_for_checkpoint_errors(monkeypatch):
     monkeypatch.setattr(job, "run", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
         cli.main(["run", "--bootstrap", "localhost:1"])
+
+
+@pytest.mark.parametrize(
+    "n,failed,text",
+    [
+        (1, 0, "One MQSC command read.\nAll valid MQSC commands were processed."),
+        (3, 0, "3 MQSC commands read.\nAll valid MQSC commands were processed."),
+        (1, 1, "One MQSC command read.\nOne command has a syntax error or failed."),
+        (4, 2, "4 MQSC commands read.\n2 commands have a syntax error or failed."),
+    ],
+)
+def test_qmon_mqsc_sums_up_as_runmqsc_does(n, failed, text):
+    assert cli.commands_read(n, failed) == text

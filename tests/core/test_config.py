@@ -29,7 +29,7 @@ def test_defaults_follow_mq():
         "QDEPTHLO": 20,
         "QDPHIEV": False,
         "QDPLOEV": False,
-        "QDPMAXEV": False,
+        "QDPMAXEV": True,  # a new queue displays QDPHIEV(DISABLED) QDPLOEV(DISABLED) QDPMAXEV(ENABLED)
     }
 
 

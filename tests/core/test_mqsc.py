@@ -219,3 +219,22 @@ def test_reset_qstats_generic_in_shards_replies_in_parts_that_join_into_one():
 
 def test_reset_qstats_of_one_queue_still_goes_to_its_shard_alone():
     assert parse_command("RESET QSTATS(PAYROLL.A)").scope == "queue"
+
+
+def test_ping_qmgr_is_answered_as_runmqsc_answers_it():
+    m = QueueMonitor("QM1", MonitorSettings())
+    [reply] = m.on_command(parse_command("PING QMGR"), 1_000, "p1", reply=True)
+    assert reply.record["ok"]
+    assert reply.record["message"] == "PING QMGR: AMQ8415I: Ping IBM MQ Queue Manager command complete."
+
+
+def test_alter_qlocal_force_is_accepted_and_alters():
+    cmd = parse_command("ALTER QLOCAL(PAYROLL.IN) QSVCINT(500) FORCE")
+    assert cmd.attrs == {"QSVCINT": 500} and cmd.ignored == ()
+    m = QueueMonitor("QM1", MonitorSettings())
+    m.on_activity(Activity("e1", "QM1", "PAYROLL.IN", "PUT", 1_000))
+    [reply] = m.on_command(cmd, 2_000, "a1", reply=True)
+    assert reply.record["ok"] and "AMQ8008I" in reply.record["message"] and "ignored" not in reply.record["message"]
+    assert m.queues["PAYROLL.IN"]["attrs"]["QSVCINT"] == 500
+    with pytest.raises(MqscError, match="FORCE"):
+        parse_command("DEFINE QLOCAL(PAYROLL.IN) FORCE")  # (ALTER's keyword only, as in MQ)

@@ -199,7 +199,8 @@ def test_get_on_empty_queue_never_goes_negative_and_raises_nothing():
 def test_failed_operation_changes_no_depth():
     f = Feed(monitor(qsvciev="HIGH", qsvcint=10))
     f("PUT", 0)
-    assert perf(f("PUT", 100, reason=2053)) == []  # QDPMAXEV disabled; no High from a failed put
+    # no High from a failed put; Queue Full, since QDPMAXEV is ENABLED by default, as in MQ
+    assert [e["type"] for e in perf(f("PUT", 100, reason=2053))] == ["Q_FULL"]
     assert f.mon.queues[Q]["depth"] == 1
 
 

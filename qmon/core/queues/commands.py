@@ -31,7 +31,7 @@ class Commands(ShardBase):
                 self._touch_all()  # every queue's stall deadline depends on it
             message = f"AMQ8005I: IBM MQ queue manager {qmgr} changed."
         elif cmd.obj == "QMGR" and cmd.verb == "PING":
-            message = f"AMQ8018I: Start IBM MQ queue manager {qmgr} acknowledged (PING QMGR)."
+            message = "AMQ8415I: Ping IBM MQ Queue Manager command complete."
         elif cmd.obj == "QLOCAL":
             name = cmd.name
             assert name is not None

@@ -10,7 +10,8 @@ from typing import Any
 from qmon.core.forecaster import ForecastSettings
 from qmon.core.sharing import Sharing
 
-#: MQ's defaults for the attributes qmon models (IBM MQ, *DEFINE queues*).
+#: MQ's defaults for the attributes qmon models (IBM MQ, *DEFINE queues*): a new queue displays QDPHIEV(DISABLED)
+#: QDPLOEV(DISABLED) QDPMAXEV(ENABLED), so a put that fails on a full queue raises Queue Full out of the box.
 MQ_DEFAULTS: dict[str, Any] = {
     "QSVCIEV": "NONE",
     "QSVCINT": 999_999_999,
@@ -19,7 +20,7 @@ MQ_DEFAULTS: dict[str, Any] = {
     "QDEPTHLO": 20,
     "QDPHIEV": False,
     "QDPLOEV": False,
-    "QDPMAXEV": False,
+    "QDPMAXEV": True,
 }
 
 

@@ -221,7 +221,9 @@ def commands_read(n: int, failed: int) -> str:
     read = "One MQSC command read." if n == 1 else f"{n} MQSC commands read."
     if failed == 0:
         return f"{read}\nAll valid MQSC commands were processed."
-    return f"{read}\n" + ("One command has" if failed == 1 else f"{failed} commands have") + " a syntax error or failed."
+    return (
+        f"{read}\n" + ("One command has" if failed == 1 else f"{failed} commands have") + " a syntax error or failed."
+    )
 
 
 def cmd_mqsc(args: argparse.Namespace) -> int:

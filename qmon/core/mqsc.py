@@ -45,8 +45,8 @@ class MqscError(ValueError):
 class Command:
     """A parsed command. ``attrs`` holds normalised attribute values."""
 
-    verb: str  # DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING
-    obj: str  # QMGR, QLOCAL, QSTATS, INTEREST
+    verb: str  # DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING, DISPLAY
+    obj: str  # QMGR, QLOCAL, QSTATS, QSTATUS, INTEREST
     name: str | None = None  # queue name (or pattern for INTEREST)
     attrs: dict[str, Any] = field(default_factory=dict)
     ignored: tuple[str, ...] = ()  # MQ keywords accepted but not modelled
@@ -64,10 +64,10 @@ class Command:
           REGISTER / DEREGISTER INTEREST, so that each shard holds all of the queue manager's
           registrations and shard 0's reply is right (already registered, LTERM warnings, what
           ``DEREGISTER INTEREST QUEUE(*)`` removed) whichever shard holds the queue;
-        * ``parts``: every shard, and every shard replies with its part (``RESET QSTATS`` with a
-          generic name: each shard holds the statistics of its own queues only).
+        * ``parts``: every shard, and every shard replies with its part (``RESET QSTATS``, ``DISPLAY QLOCAL``
+          and ``DISPLAY QSTATUS`` with a generic name: each shard holds its own queues only).
         """
-        if self.obj == "QSTATS" and self.generic:
+        if self.generic and (self.obj == "QSTATS" or self.verb == "DISPLAY"):
             return "parts"
         if self.obj in ("QMGR", "INTEREST") or self.generic:
             return "qmgr"
@@ -204,6 +204,8 @@ _VERBS = {
     "REGISTER": "REGISTER",
     "DEREGISTER": "DEREGISTER",
     "PING": "PING",
+    "DISPLAY": "DISPLAY",
+    "DIS": "DISPLAY",
 }
 _QLOCAL = {"QLOCAL", "QL"}
 
@@ -265,7 +267,7 @@ def parse_command(text: str) -> Command:
     verb_word, verb_value, _ = toks[0]
     verb = _VERBS.get(verb_word)
     if verb is None or verb_value is not None:
-        known = "DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING"
+        known = "DEFINE, ALTER, RESET, REGISTER, DEREGISTER, PING, DISPLAY"
         raise MqscError(verb_word, f"{verb_word}: unknown or unsupported command verb (qmon accepts {known})")
     if len(toks) < 2:
         raise MqscError(verb_word, f"{verb}: an object type must follow, e.g. {verb} QLOCAL(name)")
@@ -276,6 +278,9 @@ def parse_command(text: str) -> Command:
         if kw in seen:
             raise MqscError(kw, f"{kw}: the keyword appears more than once in the command (CSQ9000E); give it once")
         seen.add(kw)
+
+    if verb == "DISPLAY":
+        return _display(obj_word, obj_value, obj_quoted, rest)
 
     if verb in ("ALTER", "PING") and obj_word == "QMGR":
         if obj_value is not None:
@@ -358,10 +363,54 @@ def parse_command(text: str) -> Command:
     )
 
 
+#: What DISPLAY shows of each object (IBM MQ, *DISPLAY QUEUE*, *DISPLAY QSTATUS*, *DISPLAY QMGR*), in runmqsc's
+#: order; ``ALL`` asks for all of them.  Kept in ``Command.attrs`` as ``SHOW``: the attributes asked for, or
+#: ``("ALL",)``.
+SHOW = "SHOW"
+DISPLAYED = {
+    "QLOCAL": ("CURDEPTH", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV", "QSGDISP",
+               "QSVCIEV", "QSVCINT"),
+    "QSTATUS": ("CURDEPTH", "LGETDATE", "LGETTIME", "LPUTDATE", "LPUTTIME", "MSGAGE"),
+    "QMGR": ("PERFMEV",),
+}  # fmt: skip
+_DISPLAY_OBJECTS = {"QLOCAL": "QLOCAL", "QL": "QLOCAL", "QSTATUS": "QSTATUS", "QS": "QSTATUS", "QMGR": "QMGR"}
+
+
+def _display(
+    obj_word: str, obj_value: str | None, obj_quoted: bool, rest: list[tuple[str, str | None, bool]]
+) -> Command:
+    """DISPLAY QLOCAL(name) / QSTATUS(name) [TYPE(QUEUE)] / QMGR, with ALL or the attributes to show."""
+    obj = _DISPLAY_OBJECTS.get(obj_word)
+    if obj is None:
+        raise MqscError(obj_word, f"{obj_word}: qmon displays QLOCAL(name), QSTATUS(name) and QMGR")
+    name = None
+    if obj == "QMGR":
+        if obj_value is not None:
+            raise MqscError("QMGR", "QMGR takes no name here: the control record's qmgr field names the queue manager")
+    else:
+        name = _name(obj, obj_value, obj_quoted, generic_ok=True)
+    shown: list[str] = []
+    for kw, value, _ in rest:
+        if kw == "CMDSCOPE":
+            continue
+        if obj == "QSTATUS" and kw == "TYPE":
+            if (value or "").upper() != "QUEUE":
+                raise MqscError("TYPE", f"TYPE({value}): qmon displays the status of queues only, TYPE(QUEUE)")
+            continue
+        if value is not None or (kw != "ALL" and kw not in DISPLAYED[obj]):
+            accepted = ", ".join(("ALL", *DISPLAYED[obj]))
+            raise MqscError(kw, f"{kw}: not an attribute qmon displays for {obj} ({accepted})")
+        shown.append(kw)
+    show = ("ALL",) if "ALL" in shown else tuple(dict.fromkeys(shown))
+    return Command("DISPLAY", obj, name, {SHOW: show})
+
+
 def canonical(cmd: Command) -> str:
     """The command as runmqsc would echo it, for replies and logs."""
     parts = [cmd.verb, cmd.obj if cmd.name is None or cmd.obj == "INTEREST" else f"{cmd.obj}('{cmd.name}')"]
-    if cmd.obj == "INTEREST":
+    if cmd.verb == "DISPLAY":
+        parts.extend(cmd.attrs[SHOW])
+    elif cmd.obj == "INTEREST":
         parts.append(f"QUEUE('{cmd.name}') CLIENT('{cmd.attrs['CLIENT']}')")
     else:
         for k, v in cmd.attrs.items():
@@ -380,7 +429,7 @@ def canonical(cmd: Command) -> str:
 PART_MARK = "\x1fqmon-part\x1f"
 
 _PART_TAIL = re.compile(r"(\d+)/(\d+)")
-_PART_IN_REPLY = re.compile(r"^(RESET QSTATS\('[^']*'\)): part (\d+) of (\d+): ")
+_PART_IN_REPLY = re.compile(r"^((?:RESET|DISPLAY) [A-Z]+\('[^']*'\)[A-Z ]*): part (\d+) of (\d+): ")
 
 
 def part_command_id(command_id: str, part: int, parts: int) -> str:
@@ -423,6 +472,8 @@ def join_parts(replies: list[dict[str, Any]], *, partial: bool = False) -> dict[
         return None
     first = by_part[min(by_part)]
     head = _PART_IN_REPLY.match(first["message"]).group(1)  # type: ignore[union-attr]
+    if head.startswith("DISPLAY"):
+        return _join_display(head, by_part, parts, missing)
     lines: list[str] = []
     for k in sorted(by_part):
         body = _PART_IN_REPLY.sub("", by_part[k]["message"], count=1)
@@ -434,3 +485,22 @@ def join_parts(replies: list[dict[str, Any]], *, partial: bool = False) -> dict[
         message += f"\nNo reply from part {', '.join(map(str, missing))} of {parts}: those queues are not listed."
     ok = not missing and all(r["ok"] for r in by_part.values())
     return {**first, "ok": ok, "message": message}
+
+
+def _join_display(head: str, by_part: dict[int, dict[str, Any]], parts: int, missing: list[int]) -> dict[str, Any]:
+    """A DISPLAY of a generic name joined from its parts: every queue's block, by name, as runmqsc lists them."""
+    blocks: list[list[str]] = []
+    for k in sorted(by_part):
+        body = _PART_IN_REPLY.sub("", by_part[k]["message"], count=1)
+        for line in body.split("\n")[1:]:
+            if line.startswith("AMQ"):
+                blocks.append([line])
+            elif line and blocks:
+                blocks[-1].append(line)
+    blocks.sort(key=lambda b: b[1] if len(b) > 1 else "")  # by the QUEUE(name) line
+    name = re.search(r"\('([^']*)'\)", head).group(1)  # type: ignore[union-attr]
+    message = "\n".join("\n".join(b) for b in blocks) if blocks else f"AMQ8147E: IBM MQ object {name} not found."
+    if missing:
+        message += f"\nNo reply from part {', '.join(map(str, missing))} of {parts}: those queues are not listed."
+    first = by_part[min(by_part)]
+    return {**first, "ok": bool(blocks) and not missing, "message": message}

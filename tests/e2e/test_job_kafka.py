@@ -483,9 +483,13 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
     assert [r for t, r in out if t == topics.OVERFLOW] == []
 
 
-def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark, kafka_bootstrap, prefix, tmp_path):
+def test_generic_reset_qstats_and_display_are_answered_in_parts_and_joined_by_qmon_mqsc(
+    spark, kafka_bootstrap, prefix, tmp_path
+):
     """Through the real path: the job answers a generic RESET QSTATS once per shard
-    (same command_id, part k of N), and `qmon mqsc` prints one reply listing every matching queue."""
+    (same command_id, part k of N), and `qmon mqsc` prints one reply listing every matching queue; DISPLAY
+    QSTATUS of a generic name, DISPLAY QLOCAL of one queue and DISPLAY QMGR are answered from the job's state,
+    as runmqsc prints them."""
     config = config_for(prefix)  # 2 queue buckets
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     query = start_query(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
@@ -515,6 +519,21 @@ def test_generic_reset_qstats_is_answered_in_parts_and_joined_by_qmon_mqsc(spark
             if t == topics.REPLIES:
                 parts.setdefault(r["command_id"], []).append(reply_part(r["message"]))
         assert parts and all(sorted(p) == [(1, 2), (2, 2)] for p in parts.values()), parts
+
+        display = [*cli[:-1], "DISPLAY QSTATUS(PAY.*) CURDEPTH", "DISPLAY QLOCAL(PAY.A) ALL", "DISPLAY QMGR PERFMEV"]
+        shown = subprocess.run(display[:-3], input="\n".join(display[-3:]), capture_output=True,
+                               text=True, env=env)  # fmt: skip
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        out = shown.stdout
+        assert out.count("AMQ8450I: Display queue status details.") == 4, out
+        assert [line.split()[0] for line in out.splitlines() if "TYPE(QUEUE)" in line] == [
+            f"QUEUE({q})" for q in queues[:4]
+        ], out  # by name, whichever shard holds each
+        assert out.count("CURDEPTH(1)") == 5, out  # (four statuses and PAY.A's details)
+        assert "   QUEUE(PAY.A)                            TYPE(QLOCAL)" in out, out
+        assert "QDPMAXEV(ENABLED)" in out and "QSGDISP(QMGR)" in out, out
+        assert "   QMNAME(QM1)                             PERFMEV(DISABLED)" in out, out
+        assert out.rstrip().endswith("3 MQSC commands read.\nAll valid MQSC commands were processed."), out
     finally:
         query.stop()
 

@@ -9,6 +9,7 @@ from qmon.core.interest import listing, work_available
 from qmon.core.interest import matches as _interest_match
 from qmon.core.mqsc import QSGDISP, Command, canonical, split_part
 from qmon.core.queues.base import ShardBase
+from qmon.core.queues.display import not_found, qmgr_details, queue_details, queue_status
 from qmon.core.queues.state import QueueState
 from qmon.core.records import Emit
 
@@ -22,6 +23,8 @@ class Commands(ShardBase):
         own shard is its queue manager's."""
         qmgr = member or self.qmgr
         ok, message = True, ""
+        if cmd.verb == "DISPLAY":
+            return self._display(cmd, ts, command_id, qmgr) if reply else []
         if cmd.obj == "QMGR" and cmd.verb == "ALTER":
             if "PERFMEV" in cmd.attrs:
                 if self.qsg is None:
@@ -95,6 +98,31 @@ class Commands(ShardBase):
                 f"group under qsgs for the members' puts and gets of {name} to reach one queue."
             )
         return None
+
+    def _display(self, cmd: Command, ts: int, command_id: str, qmgr: str) -> list[Emit]:
+        """DISPLAY QMGR, and DISPLAY QLOCAL or QSTATUS of one queue or (in parts) of a generic name."""
+        if cmd.obj == "QMGR":
+            perfmev = self.perfmev if self.qsg is None else self.member_perfmev(qmgr)
+            return [command_reply(command_id, qmgr, ts, True, qmgr_details(cmd, qmgr, perfmev))]
+        assert cmd.name is not None
+        if cmd.generic:
+            return [display_reply(cmd, self.display_blocks(cmd, ts), command_id, qmgr, ts)]
+        q = self.queues.get(cmd.name)
+        if q is None:
+            return [command_reply(command_id, qmgr, ts, False, not_found(cmd.name))]
+        return [command_reply(command_id, qmgr, ts, True, self._block(cmd, cmd.name, q, ts))]
+
+    def display_blocks(self, cmd: Command, ts: int) -> list[tuple[str, str]]:
+        """(name, what DISPLAY shows) of every queue of this monitor that ``cmd``'s generic name matches."""
+        assert cmd.name is not None
+        prefix = cmd.name[:-1]
+        names = sorted(n for n in self.queues if n.startswith(prefix))
+        return [(n, self._block(cmd, n, self.queues[n], ts)) for n in names]
+
+    def _block(self, cmd: Command, name: str, q: QueueState, ts: int) -> str:
+        if cmd.obj == "QLOCAL":
+            return queue_details(cmd, name, q, self.qsg is not None)
+        return queue_status(cmd, name, q, ts)
 
     def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
         """REGISTER / DEREGISTER INTEREST.  Every shard receives every interest command and holds all
@@ -179,6 +207,22 @@ class Commands(ShardBase):
         if parts > 1:  # each part its own record, so consumers dropping duplicates keep them all
             out.record["event_id"] = event_id("reply", command_id, "part", part, parts)
         return [out]
+
+
+def display_reply(cmd: Command, blocks: list[tuple[str, str]], command_id: str, qmgr: str, ts: int) -> Emit:
+    """The reply to a DISPLAY of a generic name: every matching queue's block, by name; in the job, each shard's
+    part (``part k of N``, joined by ``qmon.core.mqsc.join_parts``), with an event_id of its own."""
+    assert cmd.name is not None
+    command_id, part, parts = split_part(command_id)
+    body = "\n".join(block for _, block in sorted(blocks))
+    if parts > 1:
+        found = f"{len(blocks)} in this part"
+        out = command_reply(command_id, qmgr, ts, True, f"{canonical(cmd)}: part {part} of {parts}: {found}\n{body}")
+        out.record["event_id"] = event_id("reply", command_id, "part", part, parts)
+        return out
+    if not blocks:
+        return command_reply(command_id, qmgr, ts, False, not_found(cmd.name))
+    return command_reply(command_id, qmgr, ts, True, body)
 
 
 def command_reply(command_id: str, qmgr: str | None, ts: int | None, ok: bool, message: str) -> Emit:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qmon.core.mqsc import QSGDISP, Command, canonical
-from qmon.core.queues.commands import command_reply
+from qmon.core.queues.commands import command_reply, display_reply
 from qmon.core.queues.monitor import QueueMonitor
 from qmon.core.records import Activity, Emit
 from qmon.core.sharing import QueueSharingGroup
@@ -50,6 +50,9 @@ class QueueSharingGroupShard:
 
     def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool, member: str) -> list[Emit]:
         """A command sent to ``member``."""
+        if cmd.verb == "DISPLAY" and cmd.scope == "parts":  # the member's own queues and the shared ones
+            blocks = [*self.member(member).display_blocks(cmd, ts), *self.shared.display_blocks(cmd, ts)]
+            return [display_reply(cmd, blocks, command_id, member, ts)] if reply else []
         if cmd.scope != "queue":
             out = self.member(member).on_command(cmd, ts, command_id, reply)
             if cmd.obj == "QMGR" and cmd.verb == "ALTER":  # the PERFMEV of its operations on the shared queues

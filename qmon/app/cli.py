@@ -564,7 +564,11 @@ def parser() -> argparse.ArgumentParser:
         description="Real-time queue monitor and event generator "
         "(IBM MQ service interval and depth events, IMS CQS structures) on Kafka + Spark.",
     )
-    p.add_argument("--log-level", default=os.environ.get("QMON_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("QMON_LOG_LEVEL", "INFO"),
+        help="how much qmon logs on standard error: DEBUG, INFO, WARNING or ERROR (default QMON_LOG_LEVEL, else INFO)",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser, bootstrap: bool = True) -> None:
@@ -590,7 +594,9 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("replay", help="run the pipeline once over a JSONL file of activity and commands")
     common(sp, bootstrap=False)
-    sp.add_argument("input")
+    sp.add_argument(
+        "input", help="the JSONL file: one activity record, MQSC command, journal status or trace message a line"
+    )
     sp.add_argument("--output", help="write the output records here (JSONL); default standard output")
     sp.add_argument(
         "--master",
@@ -601,14 +607,14 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("kafka", help="a local Apache Kafka broker (KRaft) on loopback")
     ksub = sp.add_subparsers(dest="kafka_cmd", required=True)
     kp = ksub.add_parser("start", help="start a broker and create qmon's topics; runs until Ctrl-C")
-    kp.add_argument("--port", type=int, default=9092)
+    kp.add_argument("--port", type=int, default=9092, help="the port to listen on (default 9092; 0: a free one)")
     kp.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to listen on and give clients (default loopback: a development broker for this host only)",
     )
     kp.add_argument("--dir", help="broker data directory (default: a new temporary directory)")
-    kp.add_argument("--partitions", type=int, default=4)
+    kp.add_argument("--partitions", type=int, default=4, help="partitions of each qmon topic it creates (default 4)")
     kp.set_defaults(func=cmd_kafka_start)
 
     sp = sub.add_parser(
@@ -631,7 +637,9 @@ def parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("produce", help="send a JSONL file of activity and commands to qmon's input topics")
     common(sp)
-    sp.add_argument("input")
+    sp.add_argument(
+        "input", help="the JSONL file: one activity record, MQSC command, journal status or trace message a line"
+    )
     sp.set_defaults(func=cmd_produce)
 
     sp = sub.add_parser("mqsc", help="send MQSC commands to qmon.control and print the replies")
@@ -654,7 +662,11 @@ def parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("topics", nargs="*", help=f"topics (default: {', '.join(topics.OUTPUTS)})")
     sp.add_argument("--json", action="store_true", help="JSON lines instead of text")
-    sp.add_argument("--from-beginning", action="store_true")
+    sp.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="read the topics from their beginning (default: only the records written from now on)",
+    )
     sp.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
     sp.add_argument(
         "--idle",
@@ -760,7 +772,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--dir", help="working directory (default: a new temporary directory, removed at the end)")
     sp.add_argument("--rate", type=float, default=100.0, help="simulator records per second (default 100)")
-    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--seed", type=int, default=1, help="the simulator's seed: the same seed gives the same workload")
     sp.add_argument(
         "--metrics-port", type=int, default=None, help="also serve qmon's Prometheus metrics on this port (e.g. 9464)"
     )

@@ -106,7 +106,9 @@ def placement(
             f"{checkpoint}: this checkpoint holds qmon state of version "
             f"{found if found is not None else '4 or earlier (none recorded)'}; this qmon reads state version "
             f"{STATE_VERSION} only. Start the job with a new checkpoint directory (job.checkpoint or --checkpoint; "
-            "job.starting_offsets: latest skips the input already read): see CHANGELOG.md, upgrading"
+            "job.starting_offsets: latest skips the input already read), and give it the old job's queues with "
+            "`qmon state import FILE`, FILE written by `qmon state export FILE --checkpoint DIR` of the qmon that "
+            "wrote this checkpoint (state version 6 on): see the production guide, upgrading"
         )
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}

@@ -37,6 +37,16 @@ def _framing(config: Config) -> Framing:
     return registry.Framing(registry.from_config(config.kafka))
 
 
+def cmd_state(verb: str, args: argparse.Namespace) -> int:
+    """``qmon state export`` / ``qmon state import`` (``qmon.app.state``)."""
+    from qmon.app.state import cmd_state_export, cmd_state_import
+
+    config = _config(args)
+    if verb == "export":
+        return cmd_state_export(args, config)
+    return cmd_state_import(args, config, _bootstrap(args, config), _framing(config))
+
+
 # ---------------------------------------------------------------- run / replay
 
 
@@ -657,6 +667,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("file", nargs="?", default="-", help="the DISPLAY output (default: standard input)")
     sp.add_argument("-m", "--qmgr", default=os.environ.get("QMON_QMGR", "QM1"), help="queue manager (default QM1)")
     sp.set_defaults(func=cmd_seed_depth)
+
+    from qmon.app.state import add_parser as add_state_parser
+
+    add_state_parser(sub, common, cmd_state)
 
     sp = sub.add_parser("tail", help="follow output topics")
     common(sp)

@@ -1,7 +1,8 @@
 """The version of the state qmon keeps in a checkpoint: every queue-manager shard, structure and unit value
 carries it, and so does the checkpoint's ``qmon-placement.json``.  A qmon reads state of its own version
 only; a checkpoint of another version is refused when the job starts, naming the version found (upgrading
-means starting a new checkpoint: ``CHANGELOG.md``).  Pure."""
+across a new version means a new checkpoint, given the old one's queues by ``qmon state export`` and
+``import``; a release that keeps the version keeps the checkpoint).  Pure."""
 
 from __future__ import annotations
 
@@ -18,5 +19,6 @@ class StateVersionError(ValueError):
         self.found = found
         super().__init__(
             f"{what} state of version {found!r}; this qmon reads state version {expected} only: "
-            "start the job with a new checkpoint directory (see CHANGELOG.md, upgrading)"
+            "start the job with a new checkpoint directory and `qmon state import` what the old one held (see the "
+            "production guide, upgrading)"
         )

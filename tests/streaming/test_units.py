@@ -72,7 +72,7 @@ def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark,
     ):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
     (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}, "state_version": 99}))
-    with pytest.raises(CheckpointError, match=r"holds qmon state of version 99; "):
+    with pytest.raises(CheckpointError, match=r"holds qmon state of version 99; .*`qmon state import FILE`"):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
 
 

@@ -398,21 +398,7 @@ class QueueUnit(_Unit):
 
     def apply(self, qmgr: str, mon: QueueMonitor, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
         emits: list[tuple[int, int, Emit]] = []
-        cols = (
-            pdf["kind"].tolist(),
-            pdf["event_id"].tolist(),
-            pdf["queue"].tolist(),
-            pdf["op"].tolist(),
-            pdf["ts"].astype("int64").tolist(),
-            _opt_int(pdf["depth_after"].tolist()),
-            _opt_int(pdf["msg_bytes"].tolist()),
-            _opt_str(pdf["structure"].tolist()),
-            _opt_int(pdf["reason"].tolist()),
-            pdf["payload"].tolist(),
-            pdf["reply"].tolist(),
-            pdf["src_offset"].astype("int64").tolist(),
-            pdf["clock"].astype("int64").tolist(),
-        )
+        cols = _queue_columns(pdf)
         if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: the fast path
             _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
             recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
@@ -486,22 +472,8 @@ class QueueUnit(_Unit):
         monitors = QueueSharingGroupShard(qsg, monitor(qsg.name), monitor)
         emits: list[tuple[int, int, Emit]] = []
         newest = None
-        for kind, eid, member, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
-            pdf["kind"].tolist(),
-            pdf["event_id"].tolist(),
-            pdf["qmgr"].tolist(),
-            pdf["queue"].tolist(),
-            pdf["op"].tolist(),
-            pdf["ts"].astype("int64").tolist(),
-            _opt_int(pdf["depth_after"].tolist()),
-            _opt_int(pdf["msg_bytes"].tolist()),
-            _opt_str(pdf["structure"].tolist()),
-            _opt_int(pdf["reason"].tolist()),
-            pdf["payload"].tolist(),
-            pdf["reply"].tolist(),
-            pdf["src_offset"].astype("int64").tolist(),
-            pdf["clock"].astype("int64").tolist(),
-            strict=True,
+        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock, member in zip(
+            *_queue_columns(pdf), pdf["qmgr"].tolist(), strict=True
         ):
             if kind == Kind.ACTIVITY:
                 rec = Activity(eid, member, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
@@ -523,6 +495,26 @@ class QueueUnit(_Unit):
         out = self._ticks(group, watermark, set())
         self._store(group, slot)
         return out
+
+
+def _queue_columns(pdf: pd.DataFrame) -> tuple[list[Any], ...]:
+    """A queue unit's rows as the rules read them: (kind, event_id, queue, op, ts, depth_after, msg_bytes,
+    structure, reason, payload, reply, src_offset, clock), a list each."""
+    return (
+        pdf["kind"].tolist(),
+        pdf["event_id"].tolist(),
+        pdf["queue"].tolist(),
+        pdf["op"].tolist(),
+        pdf["ts"].astype("int64").tolist(),
+        _opt_int(pdf["depth_after"].tolist()),
+        _opt_int(pdf["msg_bytes"].tolist()),
+        _opt_str(pdf["structure"].tolist()),
+        _opt_int(pdf["reason"].tolist()),
+        pdf["payload"].tolist(),
+        pdf["reply"].tolist(),
+        pdf["src_offset"].astype("int64").tolist(),
+        pdf["clock"].astype("int64").tolist(),
+    )
 
 
 def _holds_anything(mon: QueueMonitor) -> bool:

@@ -427,6 +427,8 @@ class QueueUnit(_Unit):
             cmd = parse_command(split_script(text)[0])
         except (MqscError, IndexError) as exc:  # validated upstream; kept safe all the same
             return [command_reply(command_id, member, ts, False, f"MQSC error: {exc}")] if reply else []
+        if cmd.scope == "definition":  # every shard has a copy, and the queue's own shard replies
+            return mon.on_command(cmd, ts, command_id, reply, member, own=reply)
         return mon.on_command(cmd, ts, command_id, reply, member)
 
     def batch(

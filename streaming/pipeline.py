@@ -521,7 +521,10 @@ def route(
     # a queue-sharing group member's commands go to its group's shards, which hold all its queues
     group = _group_of(F.col("rc.qmgr"), sharing)
     fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0, qsg=group))
-    one = F.array(command(F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets)), F.lit(True), qsg=group))
+    name_shard = F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets))
+    one = F.array(command(name_shard, F.lit(True), qsg=group))
+    # DEFINE and ALTER QLOCAL: a copy for every shard (each keeps every queue's definition), the queue's replying
+    definition = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == name_shard, qsg=group))
     # every shard replies with its part, told which one in the command id (qmon.core.mqsc.split_part)
     parts = F.transform(
         F.sequence(F.lit(0), F.lit(buckets - 1)),
@@ -564,7 +567,10 @@ def route(
         .when(is_activity, F.array(activity))
         .when(
             topic == names[topics.CONTROL],
-            F.when(F.col("p.scope") == "qmgr", fan_out).when(F.col("p.scope") == "parts", parts).otherwise(one),
+            F.when(F.col("p.scope") == "qmgr", fan_out)
+            .when(F.col("p.scope") == "parts", parts)
+            .when(F.col("p.scope") == "definition", definition)
+            .otherwise(one),
         )
         .otherwise(F.array(journal))
     )

@@ -65,12 +65,17 @@ class Command:
           registrations and shard 0's reply is right (already registered, LTERM warnings, what
           ``DEREGISTER INTEREST QUEUE(*)`` removed) whichever shard holds the queue;
         * ``parts``: every shard, and every shard replies with its part (``RESET QSTATS``, ``DISPLAY QLOCAL``
-          and ``DISPLAY QSTATUS`` with a generic name: each shard holds its own queues only).
+          and ``DISPLAY QSTATUS`` with a generic name: each shard holds its own queues only);
+        * ``definition``: every shard, and the named queue's shard applies it and replies (``DEFINE`` and
+          ``ALTER QLOCAL``): every shard keeps the definitions of all the queue manager's queues, so that
+          ``DEFINE ... LIKE(name)`` finds the named queue's wherever it is held.
         """
         if self.generic and (self.obj == "QSTATS" or self.verb == "DISPLAY"):
             return "parts"
         if self.obj in ("QMGR", "INTEREST") or self.generic:
             return "qmgr"
+        if self.obj == "QLOCAL" and self.verb in ("DEFINE", "ALTER"):
+            return "definition"
         return "queue"
 
 
@@ -241,7 +246,6 @@ _IGNORED_QUEUE_ATTRS = {
     "STATQ",
     "MONQ",
     "ACCTQ",
-    "LIKE",
     "CLUSTER",
     "CLUSNL",
     "CMDSCOPE",
@@ -253,6 +257,8 @@ _IGNORED_QUEUE_ATTRS = {
 #: ``Command.attrs`` as ``QSGDISP``; which queues are shared is qmon's configuration's to say
 #: (``qmon.core.sharing``), so the rules check it against the configuration rather than apply it.
 QSGDISP = "QSGDISP"
+#: LIKE on DEFINE QLOCAL: the queue whose attributes the new one takes (``Command.attrs["LIKE"]``: its name)
+LIKE = "LIKE"
 _QSGDISP = {"DEFINE": ("QMGR", "COPY", "GROUP", "SHARED"), "ALTER": ("QMGR", "COPY", "GROUP", "SHARED", "PRIVATE")}
 
 #: IMS queue types that never register interest (staging, suspend, APPC, OTMA) are
@@ -305,8 +311,10 @@ def parse_command(text: str) -> Command:
         name = _name("QLOCAL", obj_value, obj_quoted)
         attrs = {}
         ignored = []
-        for kw, value, _ in rest:
-            if kw in _QUEUE_ATTRS:
+        for kw, value, quoted in rest:
+            if kw == LIKE and verb == "DEFINE":
+                attrs[LIKE] = _name(LIKE, value, quoted)
+            elif kw in _QUEUE_ATTRS:
                 attrs[kw] = _QUEUE_ATTRS[kw](value, None)
             elif kw == QSGDISP:
                 attrs[kw] = _choice(QSGDISP, value, _QSGDISP[verb])

@@ -143,13 +143,17 @@ class Shards:
         return self.place.get(queue, zlib.crc32(queue.encode()) % len(self.monitors))
 
     def cmd(self, text: str, ts: int = 0):
-        c = parse_command(text)
-        cid = f"c{next(_n)}"
+        return self.deliver(parse_command(text), ts, f"c{next(_n)}")
+
+    def deliver(self, c, ts: int, cid: str):
         out = []
         if c.scope == "queue":
             return self.monitors[self.shard(c.name or "")].on_command(c, ts, cid, reply=True)
         for b, m in enumerate(self.monitors):
-            if c.scope == "parts":
+            if c.scope == "definition":  # every shard keeps it, the queue's applies it and replies
+                own = b == self.shard(c.name or "")
+                out += m.on_command(c, ts, cid, reply=own, own=own)
+            elif c.scope == "parts":
                 out += m.on_command(c, ts, part_command_id(cid, b + 1, len(self.monitors)), reply=True)
             else:
                 out += m.on_command(c, ts, cid, reply=b == 0)
@@ -335,12 +339,7 @@ def _run_sharded(records, buckets: int):
     out = []
     for ts, _rank, _i, r in keyed:
         if "command" in r:
-            c = parse_command(r["command"])
-            if c.scope == "queue":
-                out += s.monitors[s.shard(c.name or "")].on_command(c, ts, r["command_id"], reply=True)
-            else:
-                for b, m in enumerate(s.monitors):
-                    out += m.on_command(c, ts, r["command_id"], reply=b == 0)
+            out += s.deliver(parse_command(r["command"]), ts, r["command_id"])
         elif not slices.setdefault(slice_of(ts), SliceIds()).seen((r["qmgr"], r["queue"], r["event_id"])):
             out += s.monitors[s.shard(r["queue"])].on_activity(
                 Activity(
@@ -358,3 +357,30 @@ def test_replies_and_notifications_do_not_depend_on_how_queues_are_sharded(bucke
     got = sorted(repr((e.topic, sorted(e.record.items()))) for e in _run_sharded(records, buckets))
     assert got == want
     assert sum("every name it had registered" in w for w in want) > 0  # DEREGISTER QUEUE(*) was exercised
+
+
+def test_like_copies_the_named_queues_definition_whichever_shard_holds_it():
+    """DEFINE ... LIKE(name) in shards, as the job delivers DEFINE and ALTER QLOCAL (a copy to every shard, the
+    queue's own applying it): the new queue takes the named one's attributes though another shard holds it,
+    the DEFINE's own on top, as the pure rules' one monitor gives it; a name nothing defines is refused."""
+    place = {"MODEL.Q": 0, "NEW.Q": 1, "NEW.R": 2}
+    texts = [
+        "DEFINE QLOCAL(MODEL.Q) QSVCINT(700) QSVCIEV(HIGH) MAXDEPTH(50)",
+        "ALTER QLOCAL(MODEL.Q) QDEPTHHI(60)",
+        "DEFINE QLOCAL(NEW.Q) LIKE(MODEL.Q) MAXDEPTH(60)",
+        "DEFINE QLOCAL(NEW.R) LIKE(NOT.DEFINED)",
+    ]
+    s = Shards(3, place=place)
+    replies_sharded = [r for t in texts for r in replies(s.deliver(parse_command(t), 0, t))]
+    one = QueueMonitor("IMSPLEX", MonitorSettings())
+    replies_one = [r for t in texts for r in replies(one.on_command(parse_command(t), 0, t, reply=True))]
+    assert replies_sharded == replies_one
+    assert replies_sharded[3] == (
+        False,
+        "DEFINE QLOCAL('NEW.R') LIKE(NOT.DEFINED): AMQ8147E: IBM MQ object NOT.DEFINED not found (qmon holds no "
+        "definition of it: no DEFINE or ALTER QLOCAL of it, and no queues[] entry matches its name).",
+    )
+    attrs = s.monitors[1].queues["NEW.Q"]["attrs"]
+    assert (attrs["QSVCINT"], attrs["QSVCIEV"], attrs["QDEPTHHI"], attrs["MAXDEPTH"]) == (700, "HIGH", 60, 60)
+    assert attrs == one.queues["NEW.Q"]["attrs"]
+    assert "NEW.R" not in s.monitors[2].queues  # (refused: not created)

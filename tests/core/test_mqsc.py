@@ -86,13 +86,13 @@ def test_errors_name_the_keyword(text, keyword, fragment):
 def test_interest_and_generic_names():
     cmd = parse_command("REGISTER INTEREST QUEUE(1TRAN*) CLIENT(imsa)")
     assert cmd.name == "1TRAN*" and cmd.generic and cmd.scope == "qmgr" and cmd.attrs == {"CLIENT": "IMSA"}
-    assert parse_command("ALTER QLOCAL(A)").scope == "queue"
+    assert parse_command("ALTER QLOCAL(A)").scope == "definition"
 
 
 def test_qsgdisp_is_parsed_on_define_and_alter_qlocal_and_echoed():
     cmd = parse_command("def ql(pay.in) qsgdisp(shared) qsvcint(5) cmdscope(*)")
     assert cmd.attrs == {"QSGDISP": "SHARED", "QSVCINT": 5} and cmd.ignored == ("CMDSCOPE",)
-    assert cmd.scope == "queue"  # to the queue's shard: a shared queue's is its group's
+    assert cmd.scope == "definition"  # every shard keeps it; the queue's shard (its group's, if shared) applies it
     assert canonical(cmd) == "DEFINE QLOCAL('PAY.IN') QSGDISP(SHARED) QSVCINT(5)"
     assert parse_command("ALTER QLOCAL(A) QSGDISP(PRIVATE)").attrs == {"QSGDISP": "PRIVATE"}
     for disp in ("QMGR", "COPY", "GROUP"):

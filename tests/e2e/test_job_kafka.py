@@ -520,9 +520,8 @@ def test_generic_reset_qstats_and_display_are_answered_in_parts_and_joined_by_qm
                 parts.setdefault(r["command_id"], []).append(reply_part(r["message"]))
         assert parts and all(sorted(p) == [(1, 2), (2, 2)] for p in parts.values()), parts
 
-        display = [*cli[:-1], "DISPLAY QSTATUS(PAY.*) CURDEPTH", "DISPLAY QLOCAL(PAY.A) ALL", "DISPLAY QMGR PERFMEV"]
-        shown = subprocess.run(display[:-3], input="\n".join(display[-3:]), capture_output=True,
-                               text=True, env=env)  # fmt: skip
+        display = ["DISPLAY QSTATUS(PAY.*) CURDEPTH", "DISPLAY QLOCAL(PAY.A) ALL", "DISPLAY QMGR PERFMEV"]
+        shown = subprocess.run(cli[:-1], input="\n".join(display), capture_output=True, text=True, env=env)
         assert shown.returncode == 0, shown.stdout + shown.stderr
         out = shown.stdout
         assert out.count("AMQ8450I: Display queue status details.") == 4, out
@@ -534,6 +533,16 @@ def test_generic_reset_qstats_and_display_are_answered_in_parts_and_joined_by_qm
         assert "QDPMAXEV(ENABLED)" in out and "QSGDISP(QMGR)" in out, out
         assert "   QMNAME(QM1)                             PERFMEV(DISABLED)" in out, out
         assert out.rstrip().endswith("3 MQSC commands read.\nAll valid MQSC commands were processed."), out
+
+        # LIKE copies a queue's definition whichever shard holds it (four new queues: both shards, surely)
+        models = ["ALTER QLOCAL(PAY.A) QSVCINT(777) QSVCIEV(HIGH)"]
+        models += [f"DEFINE QLOCAL(NEW.Q{i}) LIKE(PAY.A) MAXDEPTH(9)" for i in range(4)]
+        models += ["DISPLAY QLOCAL(NEW.*) QSVCINT QSVCIEV MAXDEPTH", "DEFINE QLOCAL(NEW.X) LIKE(NO.SUCH.Q)"]
+        liked = subprocess.run(cli[:-1], input="\n".join(models), capture_output=True, text=True, env=env)
+        assert liked.returncode == 1, liked.stdout + liked.stderr  # (the last one is refused)
+        lines = [line for line in liked.stdout.splitlines() if line.startswith("   ")]  # (DISPLAY's)
+        assert sum("QSVCINT(777)" in line for line in lines) == 4 and sum("MAXDEPTH(9)" in line for line in lines) == 4
+        assert "AMQ8147E: IBM MQ object NO.SUCH.Q not found" in liked.stdout, liked.stdout
     finally:
         query.stop()
 

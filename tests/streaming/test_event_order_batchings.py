@@ -50,9 +50,10 @@ def _routed(rec: dict[str, Any], partition: int, offset: int) -> list[dict[str, 
     if cmd.scope == "queue":
         shard = _hash(cmd.name or "", BUCKETS)
         return [{**row("C", rec["ts"], seq=offset, shard=shard, event_id=rec["command_id"], reply=True, **base)}]
-    if cmd.scope == "qmgr":
+    if cmd.scope in ("qmgr", "definition"):  # every shard: shard 0 replies, or the named queue's
+        replying = _hash(cmd.name or "", BUCKETS) if cmd.scope == "definition" else 0
         return [
-            {**row("C", rec["ts"], seq=offset, shard=b, event_id=rec["command_id"], reply=b == 0, **base)}
+            {**row("C", rec["ts"], seq=offset, shard=b, event_id=rec["command_id"], reply=b == replying, **base)}
             for b in range(BUCKETS)
         ]
     part = [f"{rec['command_id']}{PART_MARK}{b + 1}/{BUCKETS}" for b in range(BUCKETS)]

@@ -3,11 +3,13 @@ name, answered in parts by shard), registration of interest, PING QMGR; one repl
 
 from __future__ import annotations
 
+from typing import Any
+
 from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.interest import listing, work_available
 from qmon.core.interest import matches as _interest_match
-from qmon.core.mqsc import QSGDISP, Command, canonical, split_part
+from qmon.core.mqsc import LIKE, QSGDISP, Command, canonical, split_part
 from qmon.core.queues.base import ShardBase
 from qmon.core.queues.display import not_found, qmgr_details, queue_details, queue_status
 from qmon.core.queues.state import QueueState
@@ -17,10 +19,21 @@ from qmon.core.records import Emit
 class Commands(ShardBase):
     """How a shard answers MQSC."""
 
-    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool, member: str | None = None) -> list[Emit]:
+    def on_command(
+        self,
+        cmd: Command,
+        ts: int,
+        command_id: str,
+        reply: bool,
+        member: str | None = None,
+        like: dict[str, Any] | None = None,
+        own: bool = True,
+    ) -> list[Emit]:
         """Apply a parsed command; the reply is emitted only when ``reply`` (one shard answers).  ``member``: in a
         queue-sharing group's shard, the member the command was sent to (the reply names it); a queue manager's
-        own shard is its queue manager's."""
+        own shard is its queue manager's.  A DEFINE or ALTER QLOCAL of a queue another shard holds (``own``
+        false: the job gives every shard a copy) keeps only its definition (``define``).  ``like``: the
+        attributes of the queue a ``LIKE`` names, when the caller found them (else this shard's ``definition``)."""
         qmgr = member or self.qmgr
         ok, message = True, ""
         if cmd.verb == "DISPLAY":
@@ -38,24 +51,38 @@ class Commands(ShardBase):
         elif cmd.obj == "QLOCAL":
             name = cmd.name
             assert name is not None
+            given = {k: v for k, v in cmd.attrs.items() if k not in ("REPLACE", QSGDISP, LIKE)}
             refused = self._qsgdisp_refused(name, cmd.attrs.get(QSGDISP), qmgr)
+            if not refused and LIKE in cmd.attrs:
+                like = like if like is not None else self.definition(cmd.attrs[LIKE])
+                if like is None:
+                    refused = (
+                        f"AMQ8147E: IBM MQ object {cmd.attrs[LIKE]} not found (qmon holds no definition of it: no "
+                        "DEFINE or ALTER QLOCAL of it, and no queues[] entry matches its name)."
+                    )
+            held = self.state.get("defs", {}).get(name)
+            again = cmd.verb == "DEFINE" and not cmd.attrs.get("REPLACE")
+            if not own:  # another shard's queue: its definition, as its own shard keeps it
+                if not refused and not (again and held is not None and held["defined"]):
+                    self.define(name, cmd.verb, given, like)
+                return []
             known = name in self.queues
             if refused:
                 ok, message = False, refused
             elif cmd.verb == "DEFINE":
                 q = self._queue(name, ts)
-                if q["defined"] and not cmd.attrs.get("REPLACE"):
+                if again and (q["defined"] or (held is not None and held["defined"])):
                     ok = False
                     message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
                 else:
-                    attrs = self.settings.attrs_for(name)
-                    attrs.update({k: v for k, v in cmd.attrs.items() if k not in ("REPLACE", QSGDISP)})
-                    q["attrs"] = attrs
+                    q["attrs"] = {**(like if like is not None else self.settings.attrs_for(name)), **given}
                     q["defined"] = True
+                    self.define(name, "DEFINE", given, like)
                     message = f"AMQ8006I: IBM MQ queue {name} created."
             else:
                 q = self._queue(name, ts)
-                q["attrs"].update({k: v for k, v in cmd.attrs.items() if k != QSGDISP})
+                q["attrs"].update(given)
+                self.define(name, "ALTER", given, None)
                 message = f"AMQ8008I: IBM MQ queue {name} changed."
                 if not known:
                     message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
@@ -98,6 +125,28 @@ class Commands(ShardBase):
                 f"group under qsgs for the members' puts and gets of {name} to reach one queue."
             )
         return None
+
+    def definition(self, name: str) -> dict[str, Any] | None:
+        """The attributes queue ``name`` is defined with, as ``LIKE(name)`` copies them: those the configuration
+        gives its name, then those every DEFINE and ALTER QLOCAL of it gave (not the ones its events switched
+        since); None when neither names it."""
+        held = self.state.get("defs", {}).get(name)
+        if held is not None:
+            return dict(held["attrs"])
+        if any(rule.matches(name) for rule in self.settings.queue_defaults):
+            return self.settings.attrs_for(name)
+        return None
+
+    def define(self, name: str, verb: str, given: dict[str, Any], like: dict[str, Any] | None) -> None:
+        """Keep queue ``name``'s definition (``defs``): a DEFINE's replaces it, over the attributes of the queue
+        it is LIKE or the configuration's; an ALTER's changes it."""
+        defs = self.state.setdefault("defs", {})
+        if verb == "DEFINE":
+            base = like if like is not None else self.settings.attrs_for(name)
+            defs[name] = {"defined": True, "attrs": {**base, **given}}
+        else:
+            held = defs.get(name) or {"defined": False, "attrs": self.settings.attrs_for(name)}
+            defs[name] = {"defined": held["defined"], "attrs": {**held["attrs"], **given}}
 
     def _display(self, cmd: Command, ts: int, command_id: str, qmgr: str) -> list[Emit]:
         """DISPLAY QMGR, and DISPLAY QLOCAL or QSTATUS of one queue or (in parts) of a generic name."""

@@ -21,8 +21,9 @@ the member's; a member's ALTER QMGR also sets the PERFMEV its operations on the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from qmon.core.mqsc import QSGDISP, Command, canonical
+from qmon.core.mqsc import LIKE, QSGDISP, Command, canonical
 from qmon.core.queues.commands import command_reply, display_reply
 from qmon.core.queues.monitor import QueueMonitor
 from qmon.core.records import Activity, Emit
@@ -48,26 +49,38 @@ class QueueSharingGroupShard:
     def on_activity(self, rec: Activity) -> list[Emit]:
         return self.monitor_of(rec.qmgr, rec.queue).on_activity(rec)
 
-    def on_command(self, cmd: Command, ts: int, command_id: str, reply: bool, member: str) -> list[Emit]:
-        """A command sent to ``member``."""
+    def on_command(
+        self, cmd: Command, ts: int, command_id: str, reply: bool, member: str, own: bool = True
+    ) -> list[Emit]:
+        """A command sent to ``member`` (``own``: as ``QueueMonitor.on_command``'s)."""
         if cmd.verb == "DISPLAY" and cmd.scope == "parts":  # the member's own queues and the shared ones
             blocks = [*self.member(member).display_blocks(cmd, ts), *self.shared.display_blocks(cmd, ts)]
             return [display_reply(cmd, blocks, command_id, member, ts)] if reply else []
-        if cmd.scope != "queue":
+        if cmd.scope not in ("queue", "definition"):
             out = self.member(member).on_command(cmd, ts, command_id, reply)
             if cmd.obj == "QMGR" and cmd.verb == "ALTER":  # the PERFMEV of its operations on the shared queues
                 self.shared.on_command(cmd, ts, command_id, False, member)
             return out
         name = cmd.name
         assert name is not None
+        like = self._like(cmd, member)
         if self.is_shared(name):
-            return self.shared.on_command(cmd, ts, command_id, reply, member)
+            return self.shared.on_command(cmd, ts, command_id, reply, member, like, own)
         if cmd.obj == "QLOCAL" and cmd.attrs.get(QSGDISP) == "SHARED":
             refused = self._not_shareable(cmd, name)
             if refused is None:  # defined as a shared queue: the group's from now on
-                return self.shared.on_command(cmd, ts, command_id, reply, member)
+                return self.shared.on_command(cmd, ts, command_id, reply, member, like, own)
             return [command_reply(command_id, member, ts, False, f"{canonical(cmd)}: {refused}")] if reply else []
-        return self.member(member).on_command(cmd, ts, command_id, reply)
+        return self.member(member).on_command(cmd, ts, command_id, reply, None, like, own)
+
+    def _like(self, cmd: Command, member: str) -> dict[str, Any] | None:
+        """The attributes of the queue ``cmd``'s LIKE names: the group's shared queue's, else the member's own."""
+        source = cmd.attrs.get(LIKE)
+        if source is None:
+            return None
+        if self.group.shares(source) or source in self.shared.state.get("defs", {}):
+            return self.shared.definition(source)
+        return self.member(member).definition(source)
 
     def _not_shareable(self, cmd: Command, name: str) -> str | None:
         """Why ``cmd`` (with QSGDISP(SHARED)) cannot make ``name``, not a shared queue yet, one; None when it can."""

@@ -47,6 +47,9 @@ class ShardState(TypedDict):
     member_perfmev: NotRequired[dict[str, str]]
     queues: dict[str, QueueState]
     interest: NotRequired[dict[str, list[str]]]  # registrations of interest: queue or generic name -> sorted clients
+    # every queue of the queue manager that DEFINE or ALTER QLOCAL named, in every shard (what LIKE copies):
+    # name -> {"defined": whether a DEFINE was applied, "attrs": the attributes given}
+    defs: NotRequired[dict[str, dict[str, Any]]]
     journals: NotRequired[dict[str, JournalState]]  # LIB/AMQxJRN -> its state
     # queue -> [last_ts, its next deadline on the arrival clock or None, forgettable]: what the shard-wide
     # passes (the Spark timer, the timer's firing, TTL expiry) need of a queue, so they decode only the

@@ -540,7 +540,7 @@ def test_generic_reset_qstats_and_display_are_answered_in_parts_and_joined_by_qm
         models += ["DISPLAY QLOCAL(NEW.*) QSVCINT QSVCIEV MAXDEPTH", "DEFINE QLOCAL(NEW.X) LIKE(NO.SUCH.Q)"]
         liked = subprocess.run(cli[:-1], input="\n".join(models), capture_output=True, text=True, env=env)
         assert liked.returncode == 1, liked.stdout + liked.stderr  # (the last one is refused)
-        lines = [line for line in liked.stdout.splitlines() if line.startswith("   ")]  # (DISPLAY's)
+        lines = [line for line in liked.stdout.splitlines() if line.startswith("   ") and " : " not in line]
         assert sum("QSVCINT(777)" in line for line in lines) == 4 and sum("MAXDEPTH(9)" in line for line in lines) == 4
         assert "AMQ8147E: IBM MQ object NO.SUCH.Q not found" in liked.stdout, liked.stdout
     finally:

@@ -125,9 +125,30 @@ def import_records(
     return commands, activity
 
 
+class ExportError(ValueError):
+    """A line that is not one ``qmon state export`` writes."""
+
+
+_NEEDS = {QUEUE_MANAGER: ("name",), QUEUE: ("owner", "queue"), STRUCTURE: ("structure",)}
+
+
 def read_lines(text: str) -> list[dict[str, Any]]:
-    """A file of exported lines (blank lines skipped)."""
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """A file of exported lines (blank lines skipped); ``ExportError`` names the first line that is not one."""
+    lines = []
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ExportError(f"line {n}: not JSON ({exc.msg})") from None
+        kind = line.get("kind") if isinstance(line, dict) else None
+        if kind not in _NEEDS:
+            raise ExportError(f"line {n}: no kind qmon state export writes ({', '.join(_NEEDS)})")
+        if missing := [k for k in _NEEDS[kind] if not line.get(k)]:
+            raise ExportError(f"line {n}: a {kind} line without {', '.join(missing)}")
+        lines.append(line)
+    return lines
 
 
 def read_checkpoint(spark: Any, checkpoint: str) -> Iterator[dict[str, Any]]:

@@ -22,10 +22,17 @@ def cmd_state_export(args: argparse.Namespace, config: Any) -> int:
         return 2
     spark = session(app_name="qmon-state-export", shuffle_partitions=config.job.shuffle_partitions)
     counts: dict[str, int] = {}
-    with sys.stdout if args.file == "-" else open(args.file, "w") as out:  # noqa: SIM115
+    out = sys.stdout if args.file == "-" else open(args.file, "w")  # noqa: SIM115
+    try:
         for line in read_checkpoint(spark, checkpoint):
             out.write(json.dumps(line, sort_keys=True) + "\n")
             counts[line["kind"]] = counts.get(line["kind"], 0) + 1
+    except ValueError as exc:  # (a checkpoint without the monitor's state)
+        print(f"qmon state export: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if out is not sys.stdout:
+            out.close()
     said = ", ".join(f"{n} {kind.replace('_', ' ')} line{'' if n == 1 else 's'}" for kind, n in sorted(counts.items()))
     print(f"qmon state export: {said or 'nothing held'} from {checkpoint}", file=sys.stderr)
     return 0
@@ -35,13 +42,13 @@ def cmd_state_import(args: argparse.Namespace, config: Any, bootstrap: str, fram
     from qmon.connectors import avro
     from qmon.connectors.clients import produce_rows
     from qmon.core import topics
-    from qmon.streaming.state_export import import_records, read_lines
+    from qmon.streaming.state_export import ExportError, import_records, read_lines
 
     text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
     try:
         lines = read_lines(text)
-    except json.JSONDecodeError as exc:
-        print(f"qmon state import: {args.file}, line {exc.lineno}: not a line of qmon state export ({exc.msg})")
+    except ExportError as exc:
+        print(f"qmon state import: {args.file}, {exc}; nothing sent", file=sys.stderr)
         return 2
     commands, activity = import_records(lines, config.monitor_settings(), int(time.time() * 1000))
     prefix = config.kafka.topic_prefix

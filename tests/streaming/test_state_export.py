@@ -83,3 +83,25 @@ def test_a_shared_queue_is_defined_shared_on_the_member_of_its_latest_record():
         ("QM2", "DEFINE QLOCAL('PAY.IN') REPLACE QSGDISP(SHARED)"),
     ]
     assert [(a["qmgr"], a["queue"], a["depth_after"]) for a in activity] == [("QM2", "PAY.IN", 4)]
+
+
+def test_a_file_that_is_not_an_export_is_refused_naming_the_line_and_nothing_is_sent(tmp_path, capsys):
+    import argparse
+
+    import pytest
+
+    from qmon.app.state import cmd_state_import
+    from qmon.core.config import Config
+    from qmon.streaming.state_export import ExportError, read_lines
+
+    with pytest.raises(ExportError, match="line 2: not JSON"):
+        read_lines('{"kind": "queue", "owner": "QM1", "queue": "Q"}\n{oops\n')
+    with pytest.raises(ExportError, match="line 1: a queue line without queue"):
+        read_lines('{"kind": "queue", "owner": "QM1"}\n')
+    with pytest.raises(ExportError, match="line 1: no kind qmon state export writes"):
+        read_lines("[1, 2]\n")
+    bad = tmp_path / "queues.jsonl"
+    bad.write_text('{"kind": "queue", "owner": "QM1", "queue": "Q"}\n{"kind": "table"}\n')
+    args = argparse.Namespace(file=str(bad))
+    assert cmd_state_import(args, Config(), "127.0.0.1:1", framing=None) == 2  # (no broker is asked)
+    assert f"qmon state import: {bad}, line 2: no kind" in capsys.readouterr().err

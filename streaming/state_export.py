@@ -4,13 +4,14 @@ and give to a job on another checkpoint.
 **Export** reads the monitor's state from a checkpoint (Spark's state data source, ``read_checkpoint``) and writes
 one line per queue manager (or queue-sharing group) shard, per queue and per structure, with the stored
 fields by name (``unit_lines``): ``{"kind": "queue", "qmgr": ..., "qsg": ..., "queue": ..., "depth": ...,
-"attrs": {...}, ...}``.
+"attrs": {...}, ...}``.  A checkpoint qmon 0.4 wrote gives the same lines (``qmon.streaming.state_0_4``).
 
 **Import** turns those lines into what a queue manager would send a monitor that starts against it
 (``import_records``), written to the input topics at the moment of the import:
 
 * per queue manager: ``ALTER QMGR PERFMEV(...)`` where it was set by MQSC, and its registrations of interest;
-* per queue whose attributes differ from what the configuration gives its name, or that was DEFINEd: ``DEFINE
+* per queue whose attributes differ from what the configuration gives its name (an attribute a line leaves out is
+  the configuration's), or that was DEFINEd: ``DEFINE
   QLOCAL(name) REPLACE`` with them (``QSGDISP(SHARED)`` for a shared queue, sent to the member of its latest
   record);
 * per queue holding messages: a ``START`` record with ``depth_after``, which gives the queue its depth and starts
@@ -31,6 +32,7 @@ import msgpack
 
 from qmon.core.mqsc import QSGDISP
 from qmon.core.queues import MonitorSettings
+from qmon.core.state_version import STATE_VERSION
 from qmon.streaming import state as stored
 
 #: a line's kinds
@@ -113,8 +115,9 @@ def import_records(
             owner, name = line["owner"], line["queue"]
             group = sharing.group_named(owner)
             qmgr = owner if group is None else (line.get("by") or group.members[0])
-            attrs = line.get("attrs") or {}
-            if line.get("defined") or attrs != settings.attrs_for(name):
+            defaults = settings.attrs_for(name)
+            attrs = {**defaults, **(line.get("attrs") or {})}  # (an attribute a line leaves out: the default)
+            if line.get("defined") or attrs != defaults:
                 given = " ".join(f"{k}({_flag(v)})" for k, v in attrs.items())
                 shared = f" {QSGDISP}(SHARED)" if group is not None else ""
                 command(qmgr, f"DEFINE QLOCAL('{name}') REPLACE{shared} {given}".rstrip())
@@ -153,9 +156,20 @@ def read_lines(text: str) -> list[dict[str, Any]]:
 
 def read_checkpoint(spark: Any, checkpoint: str) -> Iterator[dict[str, Any]]:
     """The lines of every unit the monitor holds in ``checkpoint``, as of its last committed batch (Spark's state
-    data source; the operator is found by name in the checkpoint's state metadata)."""
+    data source; the operator is found by name in the checkpoint's state metadata).  A checkpoint qmon 0.4 wrote
+    (no state version recorded) is read as 0.4 laid it out (``qmon.streaming.state_0_4``); one of another
+    version than 0.4's or this qmon's is refused (``ValueError``), naming the version."""
     from pyspark.sql import functions as F
 
+    from qmon.streaming import state_0_4
+    from qmon.streaming.units import read_placement
+
+    version = (read_placement(spark, checkpoint) or {}).get("state_version")
+    if version not in (None, STATE_VERSION):
+        raise ValueError(
+            f"{checkpoint}: a checkpoint of qmon state version {version}, which no release wrote; this qmon "
+            f"exports state version {STATE_VERSION} and qmon 0.4's (none recorded)"
+        )
     meta = spark.read.format("state-metadata").load(checkpoint).collect()
     ids = [r["operatorId"] for r in meta if r["operatorName"] == "applyInPandasWithState"]
     if not ids:
@@ -164,5 +178,10 @@ def read_checkpoint(spark: Any, checkpoint: str) -> Iterator[dict[str, Any]]:
     rows = spark.read.format("statestore").option("operatorId", ids[0]).load(checkpoint)
     rows = rows.select("key.unit", "key.unit_name", F.col("value.groupState.value").alias("value"))
     for row in rows.orderBy("unit", "unit_name").toLocalIterator():
-        if row["value"] is not None:
+        if row["value"] is None:
+            continue
+        if version is None:
+            for line in state_0_4.unit_lines(row["unit"], row["unit_name"], bytes(row["value"])):
+                yield _jsonable(line)
+        else:
             yield from unit_lines(row["unit"], row["unit_name"], bytes(row["value"]))

@@ -55,7 +55,8 @@ def _has_batches(spark: Any, checkpoint: str) -> bool:
     return bool(fs.exists(path) and any(s.getPath().getName().isdigit() for s in fs.listStatus(path)))
 
 
-def _read(spark: Any, checkpoint: str) -> dict[str, Any] | None:
+def read_placement(spark: Any, checkpoint: str) -> dict[str, Any] | None:
+    """What ``qmon-placement.json`` records in ``checkpoint`` (None: no such file)."""
     fs, path = _fs(spark, checkpoint)
     if not fs.exists(path):
         return None
@@ -98,17 +99,20 @@ def placement(
     per shuffle partition (the checkpoint's)."""
     from qmon.streaming.rows import Unit  # (not at import: the CLI imports this module for CheckpointError)
 
-    doc = _read(spark, checkpoint) or {}
+    doc = read_placement(spark, checkpoint) or {}
     ran = _has_batches(spark, checkpoint)
     found = doc.get("state_version")
     if ran and found != STATE_VERSION:
+        if found is None:  # (qmon 0.4 recorded none)
+            held, export = "qmon 0.4 (none recorded)", "this qmon or the one that wrote it"
+        else:
+            held, export = f"version {found}", "the qmon that wrote this checkpoint"
         raise CheckpointError(
-            f"{checkpoint}: this checkpoint holds qmon state of version "
-            f"{found if found is not None else '4 or earlier (none recorded)'}; this qmon reads state version "
+            f"{checkpoint}: this checkpoint holds qmon state of {held}; this qmon reads state version "
             f"{STATE_VERSION} only. Start the job with a new checkpoint directory (job.checkpoint or --checkpoint; "
             "job.starting_offsets: latest skips the input already read), and give it the old job's queues with "
-            "`qmon state import FILE`, FILE written by `qmon state export FILE --checkpoint DIR` of the qmon that "
-            "wrote this checkpoint (state version 6 on): see the production guide, upgrading"
+            f"`qmon state import FILE`, FILE written by `qmon state export FILE --checkpoint DIR` of {export}: "
+            "see the production guide, upgrading"
         )
     partitions = int(doc.get("partitions") or spark.conf.get("spark.sql.shuffle.partitions"))
     existing = {str(k): int(v) for k, v in (doc.get("structures") or {}).items()}

@@ -38,11 +38,11 @@ QUOTED: list[tuple[str, str]] = [
     (TROUBLESHOOTING, "qmon: checkpoint error: "),
     (
         TROUBLESHOOTING,
-        "this checkpoint holds qmon state of version <v>; this qmon reads state version <n> only. Start the job "
+        "this checkpoint holds qmon state of <what>; this qmon reads state version <n> only. Start the job "
         "with a new checkpoint directory (job.checkpoint or --checkpoint; job.starting_offsets: latest skips the "
         "input already read)",
     ),
-    (TROUBLESHOOTING, "4 or earlier (none recorded)"),
+    (TROUBLESHOOTING, "qmon 0.4 (none recorded)"),
     (TROUBLESHOOTING, "state of version <v>; this qmon reads state version <n> only"),
     (TROUBLESHOOTING, "job.queue_buckets is <n> but checkpoint <dir> was started with <m>: kept"),
     (TROUBLESHOOTING, "Maven (mvn) is not on PATH: "),
@@ -65,7 +65,7 @@ QUOTED: list[tuple[str, str]] = [
     (PRODUCTION, "qmon: checkpoint error: "),
     (
         PRODUCTION,
-        "this checkpoint holds qmon state of version <v>; this qmon reads state version <n> only. Start the job "
+        "this checkpoint holds qmon state of <what>; this qmon reads state version <n> only. Start the job "
         "with a new checkpoint directory (job.checkpoint or --checkpoint; job.starting_offsets: latest skips the "
         "input already read)",
     ),

@@ -80,7 +80,10 @@ def add_parser(sub: Any, common: Callable[..., None], run: Callable[..., int]) -
     ex = verbs.add_parser("export", help="write what a checkpoint holds as JSON lines, one per queue and structure")
     common(ex, bootstrap=False)
     ex.add_argument("file", help="the file to write (- for standard output)")
-    ex.add_argument("--checkpoint", help="the checkpoint directory (default: job.checkpoint)")
+    ex.add_argument(
+        "--checkpoint",
+        help="the checkpoint directory, of this qmon's state version or qmon 0.4's (default: job.checkpoint)",
+    )
     ex.set_defaults(func=lambda args: run("export", args))
     im = verbs.add_parser(
         "import",

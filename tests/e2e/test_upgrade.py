@@ -5,7 +5,11 @@ and gives the outputs of a job that never stopped; ``qmon state export`` reads w
 The checkpoint was written by ``write_fixture`` below (``QMON_WRITE_UPGRADE_FIXTURE=1 pytest
 tests/e2e/test_upgrade.py -k write``) over ``BEFORE``, on topics of the prefix ``PREFIX``, with ``CONFIG``: this
 test makes the same topics and records, so that the checkpoint's offsets are where they were, then sends
-``AFTER``."""
+``AFTER``.
+
+``tests/fixtures/checkpoint-0.4.0`` is a checkpoint qmon 0.4 wrote (the last release, whose state version is 4),
+over ``RELEASE_0_4_COMMANDS`` and ``RELEASE_0_4_ACTIVITY``: it is exported and imported into a job on a new
+checkpoint."""
 
 from __future__ import annotations
 
@@ -156,3 +160,53 @@ def test_a_checkpoint_of_an_earlier_build_carries_on_as_a_job_that_never_stopped
         r["message"] for t, r in outputs(kafka_bootstrap, moved) if t == topics.REPLIES and "AMQ8409I" in r["message"]
     ]
     assert again == next(m for m in shown if "AMQ8409I" in m)  # CURDEPTH(1), QSVCIEV, QSVCINT as the old job held
+
+
+RELEASE_0_4 = FIXTURE.parent / "checkpoint-0.4.0"
+# What qmon 0.4's job had read when it wrote RELEASE_0_4 (on the prefix qmonupgrade040, one partition, with the
+# structure MSGQ1 of size 20, initsize 10, configured), through its own test helpers: QM1's ALTER QMGR
+# PERFMEV(ENABLED), ALTER QLOCAL(PAYROLL.IN) QSVCINT(2000) QSVCIEV(HIGH), DEFINE QLOCAL(ORDERS) MAXDEPTH(4)
+# QDEPTHHI(75) QDPHIEV(ENABLED) and REGISTER INTEREST QUEUE(PAY*) CLIENT(OPS) at T0; puts on PAYROLL.IN at T0 + 1,
+# 1.5 and 1.8 s and on ORDERS at T0 + 2 and 2.1 s; IMSA's two 512-byte puts on 1KEEPME (structure MSGQ1).
+
+
+def test_the_queues_of_a_checkpoint_qmon_0_4_wrote_are_exported_and_imported_into_a_new_job(
+    spark, kafka_bootstrap, prefix, tmp_path
+):
+    import time
+
+    from qmon.streaming.state_export import QUEUE, QUEUE_MANAGER, STRUCTURE, read_checkpoint
+
+    ckpt = tmp_path / "old"
+    copy_checkpoint(RELEASE_0_4, ckpt)
+    lines = list(read_checkpoint(spark, str(ckpt)))  # (what `qmon state export` writes)
+    held = {x["queue"]: x for x in lines if x["kind"] == QUEUE}
+    assert {q: (x["depth"], x["owner"]) for q, x in held.items()} == {
+        "PAYROLL.IN": (3, "QM1"),
+        "ORDERS": (2, "QM1"),
+        "1KEEPME": (2, "IMSA"),
+    }
+    assert held["PAYROLL.IN"]["svc_timer_start"] == T0 + 1_000 and held["ORDERS"]["defined"]
+    assert {x["perfmev"] for x in lines if x["kind"] == QUEUE_MANAGER and x["name"] == "QM1"} == {"ENABLED"}
+    assert [x["used"] for x in lines if x["kind"] == STRUCTURE] == [2]
+
+    exported = tmp_path / "queues.jsonl"
+    exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ensure_topics(kafka_bootstrap, 1, prefix=prefix)
+    cfg = tmp_path / "qmon.yaml"
+    cfg.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    cli = [sys.executable, "-m", "qmon", "state", "import", str(exported), "--config", str(cfg)]
+    done = subprocess.run([*cli, "--bootstrap", kafka_bootstrap], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "3 START records sent" in done.stderr, done.stdout + done.stderr
+    now = int(time.time() * 1000) + 1_000  # (after the import's records, which are stamped at its moment)
+    send_commands(kafka_bootstrap, "QM1", ["DISPLAY QLOCAL(ORDERS) ALL", "DISPLAY QMGR PERFMEV"], ts=now, prefix=prefix)
+    produce_activity(kafka_bootstrap, prefix, [{**activity(9, "PUT", 0, queue="ORDERS"), "ts": now + 1_000}])
+    assert run(config(prefix), kafka_bootstrap, str(tmp_path / "new"), available_now=True, spark=spark) == 0
+    out = outputs(kafka_bootstrap, prefix)
+    shown = " ".join(r["message"] for t, r in out if t == topics.REPLIES)
+    for attr in ("CURDEPTH(2)", "MAXDEPTH(4)", "QDEPTHHI(75)", "QDPHIEV(ENABLED)", "QDPMAXEV(ENABLED)"):
+        assert attr in shown, shown  # (QDPMAXEV: 0.4's default DISABLED gives way to this qmon's)
+    assert "PERFMEV(ENABLED)" in shown, shown
+    # ORDERS' third message reaches 3 of MAXDEPTH(4): 75 %, Queue Depth High, from the depth 0.4 held
+    assert [r["type"] for t, r in out if t == topics.PERFORMANCE and r["queue"] == "ORDERS"] == ["QDEPTH_HIGH"]

@@ -54,8 +54,8 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
 
 
 def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark, tmp_path, shuffle_restored):
-    """A checkpoint whose query has run (an offsets log) under another state version (none recorded: version
-    4 or earlier) holds state this qmon does not read: carrying on would misread it or start every queue from
+    """A checkpoint whose query has run (an offsets log) under another state version (none recorded: qmon
+    0.4's) holds state this qmon does not read: carrying on would misread it or start every queue from
     nothing, silently.  One that never ran is carried on."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -67,8 +67,9 @@ def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark,
     (ckpt / "offsets" / "0").write_text("v1\n{}\n")
     with pytest.raises(
         CheckpointError,
-        match=r"ckpt: this checkpoint holds qmon state of version 4 or earlier \(none recorded\); this qmon reads "
-        rf"state version {STATE_VERSION} only. Start the job with a new checkpoint directory",
+        match=r"ckpt: this checkpoint holds qmon state of qmon 0.4 \(none recorded\); this qmon "
+        rf"reads state version {STATE_VERSION} only. Start the job with a new checkpoint directory.*"
+        r"`qmon state export FILE --checkpoint DIR` of this qmon or the one that wrote it",
     ):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
     (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}, "state_version": 99}))

@@ -97,6 +97,7 @@ def start_query(
         [s.strname for s in config.structures],
         config.job.queue_units,
         config.job.queue_buckets,
+        queue_sharing_groups=bool(config.qsgs),
     )
     out = build(
         raw,

@@ -49,6 +49,7 @@ from qmon.core.records import Activity, Emit
 from qmon.core.sharing import QueueSharingGroup
 from qmon.core.structures import StructureMonitor, StructureSettings
 from qmon.streaming import state as stored
+from qmon.streaming import state_0_4
 from qmon.streaming.event_order import Held
 from qmon.streaming.rows import LATE, OUTPUT_COLUMNS, Kind, Unit
 from qmon.streaming.worker import freeze_imports
@@ -209,11 +210,16 @@ class GroupSlot:
     Spark times a group out when the watermark passes the timeout (strictly), so a deadline ``at`` (due
     when the watermark reaches it) becomes the timeout ``at - 1``; the timeout is set again in every call
     (a call that sets none leaves the group without one).  A group holding records is timed out at the next
-    batch whose watermark has moved: a batch without data, in which every partition is at its end."""
+    batch whose watermark has moved: a batch without data, in which every partition is at its end.
 
-    def __init__(self, state: GroupState):
+    A value qmon 0.4 stored is migrated when it is loaded (``streaming.state_0_4``), and stored as this qmon's
+    at the end of the call."""
+
+    def __init__(self, state: GroupState, settings: MonitorSettings):
         self.state = state
         value = msgpack.unpackb(state.get[0], raw=False) if state.exists else {}
+        if state_0_4.is_0_4(value):
+            value = {"u": state_0_4.upgrade(value, lambda queue: settings.attrs_for(queue)["QDPMAXEV"])}
         self.blob: bytes | None = value.get("u")
         self.held = Held(value.get("o"))
         self.timer_at: int | None = None
@@ -591,7 +597,7 @@ class Monitor:
 
     def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         freeze_imports()
-        slot = GroupSlot(state)
+        slot = GroupSlot(state, self.queues.settings)
         unit, watermark = self.unit(key), state.getCurrentWatermarkMs()
         queues = key[0] == Unit.QUEUES
         if state.hasTimedOut:  # a batch without data: every partition is at its end, so nothing waits

@@ -1,4 +1,5 @@
-"""The state qmon 0.4 kept in its checkpoints (queue and structure state version 4), read for ``qmon state
+"""The state qmon 0.4 kept in its checkpoints (queue and structure state version 4): read by a job started on
+such a checkpoint, which migrates each unit's value when it first loads it (``upgrade``), and by ``qmon state
 export`` (``qmon.streaming.state_export``), which writes it as the lines this qmon's own state gives.
 
 A 0.4 checkpoint records no state version in ``qmon-placement.json``.  Its monitor's value per unit is the unit's
@@ -6,17 +7,27 @@ state itself (a queue unit's ``{"v": 1, "shards": {owner: {shard: shard value}}}
 later versions wrap it with the unit's event-order marks.  Inside, a queue's fields are stored by position in the
 shapes below, frozen as 0.4 wrote them (this qmon's shapes of the same ids hold other fields).
 
+Migrated, a queue keeps its depth, service timer, statistics, attributes and stall episode; what 0.4 did not keep
+starts as for a queue qmon has just met: its messages' put times are unknown (DISPLAY QSTATUS shows no MSGAGE
+until the messages 0.4 counted are got), no last put or get, fill forecasts from the next record.  A queue
+manager keeps its PERFMEV, registrations of interest and journals; what its DEFINE and ALTER commands gave each
+queue (what LIKE copies) was not kept by 0.4, so LIKE knows the queues defined or altered after the upgrade.  A
+structure keeps its usage, its queues' shares and its episodes.
+
 One default changed since: 0.4 gave a queue QDPMAXEV(DISABLED) and kept it in every queue's attributes, whether
-MQSC set it or not.  A 0.4 queue's line leaves QDPMAXEV out when it is DISABLED, so that an import gives the queue
-the configuration's (by default ENABLED, as IBM MQ's); an operator who disabled it by MQSC sends that ALTER again.
-Pure: no Spark, no Kafka."""
+MQSC set it or not.  A migrated queue whose QDPMAXEV is DISABLED takes the configuration's value for its name (by
+default ENABLED, as IBM MQ's), and a 0.4 queue's exported line leaves it out so that an import does the same; an
+operator who disabled it by MQSC sends that ALTER again.  Pure: no Spark, no Kafka."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgpack
+
+from qmon.core.state_version import STATE_VERSION
+from qmon.streaming import state as stored
 
 #: the version of every queue shard and structure state 0.4 wrote
 VERSION = 4
@@ -110,3 +121,59 @@ def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, An
             yield {"kind": "queue_manager", "name": owner, "shard": int(shard), **state}
             for name, q in sorted(queues.items()):
                 yield _queue_line(owner, name, q)
+
+
+def _queue_now(q: dict[str, Any], qdpmaxev: Any) -> dict[str, Any]:
+    """A 0.4 queue as this qmon's ``QueueState`` (its fields in the order of a stored shape)."""
+    attrs = dict(q["attrs"])
+    if attrs.get("QDPMAXEV") in (False, "DISABLED"):
+        attrs["QDPMAXEV"] = qdpmaxev
+    return {
+        "depth": q["depth"],
+        "svc_timer_start": q["svc_timer_start"],
+        "svc_timer_clock": q["svc_timer_clock"],
+        "attrs": attrs,
+        "defined": q["defined"],
+        "reset_ts": q["reset_ts"],
+        "high_depth": q["high_depth"],
+        "enq": q["enq"],
+        "deq": q["deq"],
+        "last_ts": q["last_ts"],
+        "stall_alert_id": q.get("stall_alert_id"),
+        "stall_ok": q.get("stall_ok"),
+        "fc": None,
+        "unseen": max(int(q["depth"]), 0),
+        "puts": [],
+        "lput": None,
+        "lget": None,
+    }
+
+
+def _structure_queue_now(q: dict[str, Any]) -> dict[str, Any]:
+    return {k: q[k] for k in ("msgs", "el", "ovf", "rej", "fifo")}
+
+
+def upgrade(value: dict[str, Any], qdpmaxev_for: Callable[[str], Any]) -> bytes:
+    """A unit's value as 0.4 stored it (decoded once), as this qmon stores it (``qmon.streaming.state``):
+    ``qdpmaxev_for(queue)`` is the configuration's QDPMAXEV for a queue's name."""
+    if "shards" not in value:  # a structure
+        structure = _versioned(value, "a structure")
+        queues = {n: stored.dump_queue(_structure_queue_now(load_queue(q))) for n, q in structure["queues"].items()}
+        kept = {k: v for k, v in structure.items() if k not in ("recent", "queues", "v")}
+        return stored.dumps({**kept, "v": STATE_VERSION, "queues": queues, "fc": None})
+    shards: dict[str, dict[str, bytes]] = {}
+    for owner, numbered in value["shards"].items():
+        for shard, blob in numbered.items():
+            state = _versioned(blob, f"queue manager {owner}'s shard {shard}")
+            queues = {
+                name: stored.dump_queue(_queue_now(load_queue(q), qdpmaxev_for(name)))
+                for name, q in state["queues"].items()
+            }
+            kept = {k: v for k, v in state.items() if k not in ("queues", "v")}
+            shards.setdefault(owner, {})[shard] = stored.dumps({**kept, "v": STATE_VERSION, "queues": queues})
+    return stored.dumps({"v": stored.GROUP_VERSION, "shards": shards, "due": value.get("due") or {}})
+
+
+def is_0_4(value: dict[str, Any]) -> bool:
+    """Whether a monitor's stored value (decoded) is a unit's value as 0.4 stored it (later ones wrap it: ``u``)."""
+    return "u" not in value and "v" in value

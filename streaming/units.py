@@ -14,7 +14,8 @@ shuffle partitions the checkpoint was created with, which Spark keeps for the ch
 The state lives under those keys and those shards: a checkpoint keeps the counts it started with (a
 configuration that asks for others is logged and overruled).  The file also records the version of the
 state the checkpoint holds (``qmon.core.state_version``): a checkpoint whose query has run under another
-version is refused before anything is read (``CheckpointError``), naming the version found.
+version than this qmon's or qmon 0.4's is refused before anything is read (``CheckpointError``), naming the
+version found.
 """
 
 from __future__ import annotations
@@ -94,22 +95,32 @@ def placement(
     names: list[str],
     queue_units: int | None,
     queue_buckets: int,
+    queue_sharing_groups: bool = False,
 ) -> Placement:
     """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
-    per shuffle partition (the checkpoint's)."""
+    per shuffle partition (the checkpoint's).  A checkpoint qmon 0.4 wrote is carried on (its values are migrated
+    as the monitor loads them: ``qmon.streaming.state_0_4``) if its duplicate check was the step this qmon has,
+    and no queue-sharing group is configured (``queue_sharing_groups``: this qmon keeps a group member's own
+    queues in its group's shards, where 0.4 kept them under the member)."""
     from qmon.streaming.rows import Unit  # (not at import: the CLI imports this module for CheckpointError)
 
     doc = read_placement(spark, checkpoint) or {}
     ran = _has_batches(spark, checkpoint)
     found = doc.get("state_version")
-    if ran and found != STATE_VERSION:
+    release_0_4 = found is None and doc.get("dedup_state") == "slice"  # (0.4's default; recorded by 0.4 only)
+    if ran and found != STATE_VERSION and not (release_0_4 and not queue_sharing_groups):
         if found is None:  # (qmon 0.4 recorded none)
-            held, export = "qmon 0.4 (none recorded)", "this qmon or the one that wrote it"
+            held, export = "qmon 0.4 (none recorded)", "this qmon"
+            why = (
+                "this qmon carries on a qmon 0.4 checkpoint written with monitor.dedup_state: slice (its default) "
+                "while no queue-sharing group is configured (0.4 kept a member's own queues under the member)"
+            )
         else:
             held, export = f"version {found}", "the qmon that wrote this checkpoint"
+            why = f"this qmon reads state version {STATE_VERSION} and qmon 0.4's"
         raise CheckpointError(
-            f"{checkpoint}: this checkpoint holds qmon state of {held}; this qmon reads state version "
-            f"{STATE_VERSION} only. Start the job with a new checkpoint directory (job.checkpoint or --checkpoint; "
+            f"{checkpoint}: this checkpoint holds qmon state of {held}; {why}. Start the job with a new checkpoint "
+            "directory (job.checkpoint or --checkpoint; "
             "job.starting_offsets: latest skips the input already read), and give it the old job's queues with "
             f"`qmon state import FILE`, FILE written by `qmon state export FILE --checkpoint DIR` of {export}: "
             "see the production guide, upgrading"

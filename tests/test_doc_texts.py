@@ -38,7 +38,7 @@ QUOTED: list[tuple[str, str]] = [
     (TROUBLESHOOTING, "qmon: checkpoint error: "),
     (
         TROUBLESHOOTING,
-        "this checkpoint holds qmon state of <what>; this qmon reads state version <n> only. Start the job "
+        "this checkpoint holds qmon state of <what>; <why>. Start the job "
         "with a new checkpoint directory (job.checkpoint or --checkpoint; job.starting_offsets: latest skips the "
         "input already read)",
     ),
@@ -65,7 +65,7 @@ QUOTED: list[tuple[str, str]] = [
     (PRODUCTION, "qmon: checkpoint error: "),
     (
         PRODUCTION,
-        "this checkpoint holds qmon state of <what>; this qmon reads state version <n> only. Start the job "
+        "this checkpoint holds qmon state of <what>; <why>. Start the job "
         "with a new checkpoint directory (job.checkpoint or --checkpoint; job.starting_offsets: latest skips the "
         "input already read)",
     ),

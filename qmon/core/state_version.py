@@ -1,8 +1,9 @@
 """The version of the state qmon keeps in a checkpoint: every queue-manager shard, structure and unit value
-carries it, and so does the checkpoint's ``qmon-placement.json``.  A qmon reads state of its own version
-only; a checkpoint of another version is refused when the job starts, naming the version found (upgrading
-across a new version means a new checkpoint, given the old one's queues by ``qmon state export`` and
-``import``; a release that keeps the version keeps the checkpoint).  Pure."""
+carries it, and so does the checkpoint's ``qmon-placement.json``.  A qmon's rules read state of its own version
+only; the job migrates qmon 0.4's as it loads it (``qmon.streaming.state_0_4``), and refuses a checkpoint of any
+other version when it starts, naming the version found (upgrading across a new version means a new checkpoint,
+given the old one's queues by ``qmon state export`` and ``import``; a release that keeps the version keeps the
+checkpoint).  Pure."""
 
 from __future__ import annotations
 

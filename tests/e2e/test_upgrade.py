@@ -7,9 +7,9 @@ tests/e2e/test_upgrade.py -k write``) over ``BEFORE``, on topics of the prefix `
 test makes the same topics and records, so that the checkpoint's offsets are where they were, then sends
 ``AFTER``.
 
-``tests/fixtures/checkpoint-0.4.0`` is a checkpoint qmon 0.4 wrote (the last release, whose state version is 4),
-over ``RELEASE_0_4_COMMANDS`` and ``RELEASE_0_4_ACTIVITY``: it is exported and imported into a job on a new
-checkpoint."""
+``tests/fixtures/checkpoint-0.4.0`` is a checkpoint qmon 0.4 (the last release) wrote over ``COMMANDS_0_4`` and
+``BEFORE_0_4`` with ``CONFIG_0_4``, with qmon 0.4's own job and test helpers: a job of this qmon carries it on,
+its state migrated, and gives the outputs of a job of this qmon that never stopped."""
 
 from __future__ import annotations
 
@@ -163,23 +163,55 @@ def test_a_checkpoint_of_an_earlier_build_carries_on_as_a_job_that_never_stopped
 
 
 RELEASE_0_4 = FIXTURE.parent / "checkpoint-0.4.0"
-# What qmon 0.4's job had read when it wrote RELEASE_0_4 (on the prefix qmonupgrade040, one partition, with the
-# structure MSGQ1 of size 20, initsize 10, configured), through its own test helpers: QM1's ALTER QMGR
-# PERFMEV(ENABLED), ALTER QLOCAL(PAYROLL.IN) QSVCINT(2000) QSVCIEV(HIGH), DEFINE QLOCAL(ORDERS) MAXDEPTH(4)
-# QDEPTHHI(75) QDPHIEV(ENABLED) and REGISTER INTEREST QUEUE(PAY*) CLIENT(OPS) at T0; puts on PAYROLL.IN at T0 + 1,
-# 1.5 and 1.8 s and on ORDERS at T0 + 2 and 2.1 s; IMSA's two 512-byte puts on 1KEEPME (structure MSGQ1).
+#: the topics' prefix qmon 0.4's job read (made again by the test, so that the checkpoint's offsets are where they were)
+PREFIX_0_4 = "qmonupgrade040"
+#: qmon 0.4's configuration, with the structure MSGQ1
+CONFIG_0_4 = {
+    "kafka": {"topic_prefix": PREFIX_0_4, "partitions": 1},
+    "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+    "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
+}
+#: what qmon 0.4's job had read when it wrote ``RELEASE_0_4``: PAYROLL.IN altered and 3 deep (its service timer
+#: started at 1 s), ORDERS defined with depth events and 2 deep, IMSA's 1KEEPME on the structure MSGQ1
+COMMANDS_0_4 = [
+    (0, "ALTER QMGR PERFMEV(ENABLED)"),
+    (0, "ALTER QLOCAL(PAYROLL.IN) QSVCINT(2000) QSVCIEV(HIGH)"),
+    (0, "DEFINE QLOCAL(ORDERS) MAXDEPTH(4) QDEPTHHI(75) QDPHIEV(ENABLED)"),
+    (0, "REGISTER INTEREST QUEUE(PAY*) CLIENT(OPS)"),
+]
+BEFORE_0_4 = [
+    *BEFORE,
+    activity(6, "PUT", 2_200, queue="1KEEPME", qmgr="IMSA", structure="MSGQ1", msg_bytes=512),
+    activity(7, "PUT", 2_300, queue="1KEEPME", qmgr="IMSA", structure="MSGQ1", msg_bytes=512),
+]
+#: after the upgrade: PAYROLL.IN's get 4 s after its timer started (High), ORDERS to 3 of 4 (Queue Depth High),
+#: 1KEEPME's get, and DISPLAYs
+AFTER_0_4 = [
+    activity(8, "GET", 5_000),
+    activity(9, "PUT", 5_600, queue="ORDERS"),
+    activity(10, "GET", 5_700, queue="1KEEPME", qmgr="IMSA", structure="MSGQ1", msg_bytes=512),
+]
+AFTER_COMMANDS_0_4 = [(6_000, "DISPLAY QLOCAL(ORDERS) ALL"), (6_000, "DISPLAY QLOCAL(PAYROLL.IN) ALL")]
 
 
-def test_the_queues_of_a_checkpoint_qmon_0_4_wrote_are_exported_and_imported_into_a_new_job(
+def _events(out: list[tuple[str, dict[str, Any]]], since: int) -> list[tuple[str, Any, Any]]:
+    """Performance events and alerts at or after ``since``, by topic, type and id."""
+    return sorted(
+        (t, r["type"], r.get("event_id") or r.get("alert_id"))
+        for t, r in out
+        if t in (topics.PERFORMANCE, topics.ALERTS) and r["ts"].timestamp() * 1000 >= since
+    )
+
+
+def test_a_checkpoint_qmon_0_4_wrote_carries_on_migrated_as_a_job_that_never_stopped(
     spark, kafka_bootstrap, prefix, tmp_path
 ):
-    import time
-
     from qmon.streaming.state_export import QUEUE, QUEUE_MANAGER, STRUCTURE, read_checkpoint
 
-    ckpt = tmp_path / "old"
+    ckpt = tmp_path / "ckpt"
     copy_checkpoint(RELEASE_0_4, ckpt)
-    lines = list(read_checkpoint(spark, str(ckpt)))  # (what `qmon state export` writes)
+    # `qmon state export` reads it as 0.4 laid it out
+    lines = list(read_checkpoint(spark, str(ckpt)))
     held = {x["queue"]: x for x in lines if x["kind"] == QUEUE}
     assert {q: (x["depth"], x["owner"]) for q, x in held.items()} == {
         "PAYROLL.IN": (3, "QM1"),
@@ -190,23 +222,26 @@ def test_the_queues_of_a_checkpoint_qmon_0_4_wrote_are_exported_and_imported_int
     assert {x["perfmev"] for x in lines if x["kind"] == QUEUE_MANAGER and x["name"] == "QM1"} == {"ENABLED"}
     assert [x["used"] for x in lines if x["kind"] == STRUCTURE] == [2]
 
-    exported = tmp_path / "queues.jsonl"
-    exported.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    ensure_topics(kafka_bootstrap, 1, prefix=prefix)
-    cfg = tmp_path / "qmon.yaml"
-    cfg.write_text(f"kafka:\n  topic_prefix: {prefix}\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    cli = [sys.executable, "-m", "qmon", "state", "import", str(exported), "--config", str(cfg)]
-    done = subprocess.run([*cli, "--bootstrap", kafka_bootstrap], capture_output=True, text=True, env=env)
-    assert done.returncode == 0 and "3 START records sent" in done.stderr, done.stdout + done.stderr
-    now = int(time.time() * 1000) + 1_000  # (after the import's records, which are stamped at its moment)
-    send_commands(kafka_bootstrap, "QM1", ["DISPLAY QLOCAL(ORDERS) ALL", "DISPLAY QMGR PERFMEV"], ts=now, prefix=prefix)
-    produce_activity(kafka_bootstrap, prefix, [{**activity(9, "PUT", 0, queue="ORDERS"), "ts": now + 1_000}])
-    assert run(config(prefix), kafka_bootstrap, str(tmp_path / "new"), available_now=True, spark=spark) == 0
-    out = outputs(kafka_bootstrap, prefix)
-    shown = " ".join(r["message"] for t, r in out if t == topics.REPLIES)
-    for attr in ("CURDEPTH(2)", "MAXDEPTH(4)", "QDEPTHHI(75)", "QDPHIEV(ENABLED)", "QDPMAXEV(ENABLED)"):
-        assert attr in shown, shown  # (QDPMAXEV: 0.4's default DISABLED gives way to this qmon's)
-    assert "PERFMEV(ENABLED)" in shown, shown
-    # ORDERS' third message reaches 3 of MAXDEPTH(4): 75 %, Queue Depth High, from the depth 0.4 held
-    assert [r["type"] for t, r in out if t == topics.PERFORMANCE and r["queue"] == "ORDERS"] == ["QDEPTH_HIGH"]
+    # the job carries on on it, its state migrated as it is loaded
+    ensure_topics(kafka_bootstrap, 1, prefix=PREFIX_0_4)
+    _send(kafka_bootstrap, PREFIX_0_4, COMMANDS_0_4, BEFORE_0_4)  # (the offsets the checkpoint read up to)
+    _send(kafka_bootstrap, PREFIX_0_4, AFTER_COMMANDS_0_4, AFTER_0_4)
+    config_0_4 = Config.model_validate(CONFIG_0_4)
+    assert run(config_0_4, kafka_bootstrap, str(ckpt), available_now=True, spark=spark) == 0
+    resumed = outputs(kafka_bootstrap, PREFIX_0_4)
+    assert json.loads((ckpt / "qmon-placement.json").read_text())["state_version"] == STATE_VERSION
+
+    ensure_topics(kafka_bootstrap, 1, prefix=prefix)  # the job that never stopped
+    _send(kafka_bootstrap, prefix, COMMANDS_0_4, BEFORE_0_4)
+    _send(kafka_bootstrap, prefix, AFTER_COMMANDS_0_4, AFTER_0_4)
+    whole_config = Config.model_validate({**CONFIG_0_4, "kafka": {"topic_prefix": prefix, "partitions": 1}})
+    assert run(whole_config, kafka_bootstrap, str(tmp_path / "whole"), available_now=True, spark=spark) == 0
+    whole = outputs(kafka_bootstrap, prefix)
+
+    since = T0 + 2_300  # (qmon 0.4 had applied everything up to here)
+    assert _events(resumed, since) == _events(whole, since)
+    types = {(r["queue"], r["type"]) for t, r in resumed if t == topics.PERFORMANCE}
+    assert types == {("PAYROLL.IN", "QSVCINT_HIGH"), ("ORDERS", "QDEPTH_HIGH")}  # timer, depths, attributes
+    shown = sorted(r["message"] for t, r in resumed if t == topics.REPLIES and "AMQ8409I" in r["message"])
+    assert shown == sorted(r["message"] for t, r in whole if t == topics.REPLIES and "AMQ8409I" in r["message"])
+    assert all("QDPMAXEV(ENABLED)" in m for m in shown), shown  # (0.4's default DISABLED gives way to MQ's)

@@ -77,3 +77,32 @@ def test_state_of_another_version_is_refused_naming_it():
     group["shards"]["QM1"]["1"] = msgpack.packb({**shard, "v": 6}, use_bin_type=True)
     with pytest.raises(state_0_4.Release04Error, match="QM1's shard 1: state of version 6"):
         list(state_0_4.unit_lines("Q", "", msgpack.packb(group, use_bin_type=True)))
+
+
+def test_a_0_4_value_is_migrated_to_this_qmons_state():
+    from qmon.core.state_version import STATE_VERSION
+    from qmon.streaming import state as stored
+
+    assert state_0_4.is_0_4(msgpack.unpackb(QUEUE_UNIT, raw=False))
+    settings = MonitorSettings()
+    group = stored.load_group(
+        state_0_4.upgrade(msgpack.unpackb(QUEUE_UNIT, raw=False), lambda q: settings.attrs_for(q)["QDPMAXEV"])
+    )
+    shard = stored.loads(group["shards"]["QM1"]["1"])
+    assert (shard["v"], shard["perfmev"], shard["interest"]) == (STATE_VERSION, "ENABLED", {"PAY*": ["OPS"]})
+    pay = stored.load_queue(shard["queues"]["PAYROLL.IN"])
+    assert (pay["depth"], pay["svc_timer_start"], pay["attrs"]["QSVCINT"]) == (3, T0 + 1_000, 2000)
+    assert (pay["unseen"], pay["puts"], pay["lput"], pay["fc"]) == (3, [], None, None)  # (0.4 kept no put times)
+    assert pay["attrs"]["QDPMAXEV"] is True  # (0.4's default DISABLED: the configuration's now)
+    assert list(pay) == list(stored.QUEUE_SHAPES[4])  # (stored by position, as this qmon stores a queue)
+
+    structure = stored.loads(state_0_4.upgrade(msgpack.unpackb(STRUCTURE, raw=False), lambda q: True))
+    assert (structure["v"], structure["used"], structure["fc"]) == (STATE_VERSION, 2, None)
+    assert stored.load_queue(structure["queues"]["1KEEPME"]) == {
+        "msgs": 2,
+        "el": 2,
+        "ovf": False,
+        "rej": False,
+        "fifo": [[2, 2, 0]],
+    }
+    assert not state_0_4.is_0_4({"u": b"", "o": {}})

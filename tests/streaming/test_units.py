@@ -67,14 +67,37 @@ def test_a_checkpoint_of_another_state_version_is_refused_with_what_to_do(spark,
     (ckpt / "offsets" / "0").write_text("v1\n{}\n")
     with pytest.raises(
         CheckpointError,
-        match=r"ckpt: this checkpoint holds qmon state of qmon 0.4 \(none recorded\); this qmon "
-        rf"reads state version {STATE_VERSION} only. Start the job with a new checkpoint directory.*"
-        r"`qmon state export FILE --checkpoint DIR` of this qmon or the one that wrote it",
+        match=r"ckpt: this checkpoint holds qmon state of qmon 0.4 \(none recorded\); this qmon carries on a qmon 0.4 "
+        r"checkpoint written with monitor.dedup_state: slice .* Start the job with a new checkpoint directory.*"
+        r"`qmon state export FILE --checkpoint DIR` of this qmon",
     ):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
     (ckpt / FILE).write_text(json.dumps({"partitions": 4, "structures": {"MSGQ1": 0}, "state_version": 99}))
-    with pytest.raises(CheckpointError, match=r"holds qmon state of version 99; .*`qmon state import FILE`"):
+    with pytest.raises(
+        CheckpointError,
+        match=rf"holds qmon state of version 99; this qmon reads state version {STATE_VERSION} and qmon 0.4's. "
+        r".*`qmon state import FILE`",
+    ):
         placement(spark, str(ckpt), ["MSGQ1"], 4, 8)
+
+
+def test_a_checkpoint_qmon_0_4_wrote_is_carried_on_unless_queue_sharing_groups_are_configured(
+    spark, tmp_path, shuffle_restored
+):
+    """qmon 0.4 recorded no state version, and its duplicate check (``dedup_state: slice``, its default) is this
+    qmon's: its checkpoint is carried on, its values migrated as they are loaded, and the file records this
+    version from then on.  With a queue-sharing group configured it is refused: 0.4 kept a member's own queues
+    under the member, this qmon in its group's shards."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "offsets").mkdir()
+    (ckpt / "offsets" / "0").write_text("v1\n{}\n")
+    doc = {"dedup_state": "slice", "partitions": 4, "queue_buckets": 8, "queue_units": [0, 1], "structures": {}}
+    (ckpt / FILE).write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="while no queue-sharing group is configured"):
+        placement(spark, str(ckpt), [], 4, 8, queue_sharing_groups=True)
+    assert placement(spark, str(ckpt), [], 2, 8).queue_units == [0, 1]
+    assert json.loads((ckpt / FILE).read_text())["state_version"] == STATE_VERSION
 
 
 def test_the_partitions_computed_are_those_of_the_operators_shuffle(spark):

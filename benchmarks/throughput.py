@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from qmon.connectors import avro
-from qmon.connectors.broker import LocalKafka
 from qmon.connectors.kafka import client_config, ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
 from qmon.core.timeconv import to_ms
+from qmon.devservers.kafka import LocalKafka
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -65,8 +64,6 @@ from qmon.core.dlqrules import Rule, RulesTable
 logger = logging.getLogger(__name__)
 
 GROUP = "qmon-dlq-handler"
-#: Seconds to pause between a batch's writes and its commit (crash tests only; 0 in use).
-_PAUSE_BEFORE_COMMIT = float(os.environ.get("QMON_FAULT_PAUSE_BEFORE_COMMIT", "0"))
 #: The longest the loop waits in one poll of the DLQ (seconds); shorter when an attempt falls due sooner.
 POLL_TIMEOUT = 1.0
 #: At most this many records' due attempts in one pass, and at most this many seconds spent fetching
@@ -379,10 +376,6 @@ class Handler:
                     continue
                 entries[lkey] = self._entry(m.topic(), m.partition(), m.offset(), dl, adv)
                 self._write(lkey, entries[lkey])
-            if _PAUSE_BEFORE_COMMIT:  # fault injection for the crash tests: a kill lands mid-transaction
-                self.producer.flush(30)
-                logger.warning("fault injection: %.0f s before the commit", _PAUSE_BEFORE_COMMIT)
-                time.sleep(_PAUSE_BEFORE_COMMIT)
             positions = self.consumer.position(self.consumer.assignment())
             self.producer.send_offsets_to_transaction(
                 [TopicPartition(p.topic, p.partition, p.offset) for p in positions if p.offset >= 0],

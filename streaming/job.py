@@ -368,7 +368,7 @@ def stop_signals(stopping: threading.Event) -> Iterator[None]:
 
 def spark_log() -> Path:
     """The file that receives what Spark's JVM prints while a query stops (``qmon.streaming.spark.log_to_file``)."""
-    from qmon.connectors.broker import cache_dir
+    from qmon.cache import cache_dir
 
     return cache_dir() / "logs" / "spark.log"
 

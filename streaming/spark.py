@@ -53,7 +53,7 @@ def nio_local_fs_jar(timeout: float = 15.0) -> str | None:
     import tempfile
     import urllib.request
 
-    from qmon.connectors.broker import cache_dir
+    from qmon.cache import cache_dir
 
     group, artifact, version = NIO_LOCAL_FS.split(":")
     repo = os.environ.get("QMON_MAVEN_REPOSITORY") or MAVEN_CENTRAL
@@ -214,7 +214,7 @@ def session_options(
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": os.environ.get("QMON_DRIVER_MEMORY", "2g"),
+        "spark.driver.memory": "2g",
         # qmon is installed in the interpreter the workers run (editable or from the wheel): no PYTHONPATH
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.sql.execution.arrow.pyspark.enabled": "true",

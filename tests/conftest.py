@@ -81,7 +81,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         with KafkaContainer().with_kraft() as container:
             yield container.get_bootstrap_server()
         return
-    from qmon.connectors.broker import LocalKafka
+    from qmon.devservers.kafka import LocalKafka
 
     broker = LocalKafka(workdir=tmp_path_factory.mktemp("kafka"))
     broker.start()
@@ -103,7 +103,7 @@ def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     if os.environ.get("QMON_TEST_SCHEMA_REGISTRY"):
         yield os.environ["QMON_TEST_SCHEMA_REGISTRY"].rstrip("/")
         return
-    from qmon.connectors import registry_server
+    from qmon.devservers import schema_registry as registry_server
 
     if shutil.which("mvn") is None:
         pytest.skip("Maven (mvn) is not on PATH: it fetches Apicurio Registry from Maven Central")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from qmon.connectors.broker import free_port  # (outside the ephemeral ports: see there)
+from qmon.devservers.local import free_port  # (outside the ephemeral ports: see there)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -79,8 +79,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_start(args: argparse.Namespace) -> int:
-    from qmon.connectors.broker import LocalKafka
     from qmon.connectors.kafka import ensure_topics
+    from qmon.devservers.kafka import LocalKafka
 
     broker = LocalKafka(workdir=Path(args.dir) if args.dir else None, port=args.port or 0, host=args.host).start()
     ensure_topics(broker.bootstrap, args.partitions)
@@ -97,7 +97,7 @@ def cmd_kafka_start(args: argparse.Namespace) -> int:
 
 
 def cmd_registry_start(args: argparse.Namespace) -> int:
-    from qmon.connectors.registry_server import LocalRegistry, RegistryServerError
+    from qmon.devservers.schema_registry import LocalRegistry, RegistryServerError
 
     try:
         server = LocalRegistry(port=args.port or 0, host=args.host, version=args.version).start()

@@ -43,7 +43,7 @@ SAMPLES = resources.files("qmon") / "samples"
 
 def demo_log() -> Path:
     """Where the demo writes what Spark's JVM and qmon log (kept after the demo ends, rewritten by the next)."""
-    from qmon.connectors.broker import cache_dir
+    from qmon.cache import cache_dir
 
     return cache_dir() / "logs" / "demo.log"
 
@@ -308,11 +308,11 @@ def demo(
 ) -> int:
     from qmon.app.render import line
     from qmon.app.simulator import Simulator, as_mq_trace
-    from qmon.connectors.broker import LocalKafka
     from qmon.connectors.clients import consume, produce_paced, send_commands, wait_for_replies
     from qmon.connectors.kafka import ensure_topics
     from qmon.core.config import load_config
     from qmon.core.mqsc import split_script
+    from qmon.devservers.kafka import LocalKafka
     from qmon.streaming.job import start_query, stop_query
     from qmon.streaming.spark import log_to_file, session, shutdown
 

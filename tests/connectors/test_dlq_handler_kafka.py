@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,9 +195,8 @@ def test_a_killed_handler_loses_and_duplicates_nothing(kafka_bootstrap, tmp_path
     # the first handler writes its batch (forwards, a retry) and is killed before it commits
     log = tmp_path / "first.log"
     with open(log, "w") as first:
-        proc = subprocess.Popen(
-            cli, env={**env, "QMON_FAULT_PAUSE_BEFORE_COMMIT": "60"}, stdout=first, stderr=subprocess.STDOUT
-        )
+        paused = [sys.executable, str(Path(__file__).with_name("paused_dlq_handler.py")), *cli[3:]]
+        proc = subprocess.Popen(paused, env=env, stdout=first, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while "before the commit" not in log.read_text() and time.monotonic() < deadline:
         assert proc.poll() is None, log.read_text()

@@ -12,7 +12,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from qmon.connectors.broker import free_port
 from qmon.connectors.registry import (
     NotAvro,
     RegistryError,
@@ -21,6 +20,7 @@ from qmon.connectors.registry import (
     UnknownSchemaId,
     value_subject,
 )
+from qmon.devservers.local import free_port
 
 #: path -> (status, body) the stand-in answers GETs and POSTs with
 ANSWERS: dict[str, tuple[int, str]] = {

@@ -23,7 +23,7 @@ import pytest
 
 from qmon.core import topics
 from qmon.core.config import Config
-from qmon.streaming.cluster import spark_home
+from qmon.devservers.spark_cluster import spark_home
 from tests.conftest import ROOT
 from tests.streams import STRUCTURE_CONFIG, random_stream, random_structure_stream
 

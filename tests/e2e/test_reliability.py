@@ -256,7 +256,7 @@ def test_qmon_run_killed_twice_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_lo
 def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
     """Stop the broker for 30 s while the job runs, start it again: the job carries on by itself
     (or restarts its query with backoff) and every expected event arrives."""
-    from qmon.connectors.broker import LocalKafka
+    from qmon.devservers.kafka import LocalKafka
 
     broker = LocalKafka(workdir=tmp_path / "kafka").start()
     proc = None

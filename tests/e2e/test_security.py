@@ -33,7 +33,7 @@ def sec(user: str) -> KafkaSecurity:
 
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from qmon.connectors.broker import LocalKafka
+    from qmon.devservers.kafka import LocalKafka
 
     users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
     jaas = (

@@ -31,7 +31,7 @@ from qmon.core import topics
 from qmon.core.config import Config
 from qmon.core.queues import MonitorSettings
 from qmon.core.reference import run_reference
-from qmon.streaming.cluster import spark_home
+from qmon.devservers.spark_cluster import spark_home
 from qmon.streaming.spark import packages
 from tests.e2e.test_reliability import _workload
 

@@ -1,4 +1,5 @@
-"""A real single-node Apache Kafka broker in KRaft mode, started on loopback.
+"""A real single-node Apache Kafka broker in KRaft mode, started on loopback (a development server: the job never
+imports ``qmon.devservers``).
 
 The broker is Apache Kafka's own server (``kafka.Kafka``) run from its Maven
 Central artifacts: Maven resolves ``org.apache.kafka:kafka_2.13`` and its
@@ -14,9 +15,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import random
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,24 +24,17 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qmon.cache import cache_dir
+from qmon.devservers.local import ServerError, free_port, stop_group
+
 logger = logging.getLogger(__name__)
 
 KAFKA_VERSION = os.environ.get("QMON_KAFKA_VERSION", "4.1.1")
 SCALA_BINARY = "2.13"
 
 
-class BrokerError(RuntimeError):
+class BrokerError(ServerError):
     """The broker could not be resolved, formatted or started."""
-
-
-def cache_dir() -> Path:
-    """Where qmon caches resolved class paths (never inside the checkout)."""
-    base = os.environ.get("QMON_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "qmon"
-    )
-    path = Path(base)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 _POM = """<?xml version="1.0" encoding="UTF-8"?>
@@ -127,57 +119,6 @@ def broker_classpath(version: str = KAFKA_VERSION) -> str:
         )
         raise BrokerError(message)
     return cp_file.read_text().strip()
-
-
-#: Where the kernel picks the ports of sockets bound to port 0 when ``ip_local_port_range`` cannot be read
-EPHEMERAL = (32768, 60999)
-#: The lowest port ``free_port`` hands out
-LOWEST_PORT = 10000
-
-
-def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
-    """The kernel's range of ports for sockets bound to port 0 (Linux), else ``EPHEMERAL``."""
-    try:
-        low, high = (int(x) for x in Path(path).read_text().split())
-        return low, high
-    except (OSError, ValueError):
-        return EPHEMERAL
-
-
-def stop_group(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    """Stop a server started in a session of its own: SIGTERM to its process group, then SIGKILL after
-    ``timeout`` seconds."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
-
-
-def free_port(rng: random.Random | None = None, span: tuple[int, int] | None = None) -> int:
-    """A free loopback port for a server qmon starts (the local broker, a Spark master or worker), outside
-    the kernel's ephemeral range.  A client of a server that has stopped (Spark caches its Kafka producers
-    for minutes) keeps connecting to that server's port; had the port been ephemeral, the kernel could
-    hand it to a socket Spark binds to port 0 for a Python worker to connect back to, and the stray client
-    connecting first fails that worker's handshake ("Python worker failed to connect back. ...
-    Authentication failed", seen in the tests).  Ports below the range are never handed out that way."""
-    rng = rng or random.SystemRandom()
-    low, high = span or ephemeral_range()
-    candidates = range(LOWEST_PORT, low) if low > LOWEST_PORT + 1000 else range(high + 1, 65536)
-    for _ in range(200):
-        port = rng.choice(candidates)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise BrokerError(f"no free loopback port in {candidates.start}-{candidates.stop - 1}")
 
 
 def _random_cluster_id() -> str:

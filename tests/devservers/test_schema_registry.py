@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qmon.connectors import registry_server
-from qmon.connectors.registry_server import RELEASES, LocalRegistry, RegistryServerError, choose
+from qmon.devservers import schema_registry as registry_server
+from qmon.devservers.schema_registry import RELEASES, LocalRegistry, RegistryServerError, choose
 
 
 @pytest.fixture(autouse=True)

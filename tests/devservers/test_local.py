@@ -8,7 +8,7 @@ import random
 import socket
 from pathlib import Path
 
-from qmon.connectors.broker import EPHEMERAL, LOWEST_PORT, ephemeral_range, free_port
+from qmon.devservers.local import EPHEMERAL, LOWEST_PORT, ephemeral_range, free_port
 
 
 def test_a_port_below_the_ephemeral_range_that_a_server_can_bind():

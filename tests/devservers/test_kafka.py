@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qmon.connectors import broker as embedded
+from qmon.devservers import kafka as embedded
 
 pytestmark = pytest.mark.kafka
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from qmon.connectors.broker import cache_dir, free_port, stop_group
+from qmon.cache import cache_dir
+from qmon.devservers.local import free_port, stop_group
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from qmon.connectors.broker import free_port
+from qmon.devservers.local import free_port
 
 
 def spark_home() -> Path:

@@ -1,5 +1,5 @@
-"""The duplicate check's stateful processor (``SliceCheck``) and its batch form of
-the rule (``fresh_rows``, ``first_copies_order``); ``streaming.dedup`` builds the step around them.
+"""The duplicate check's stateful processor (``SliceCheck``): the rule, ``qmon.core.dedup.SliceIds``, over a
+key's records in the monitor's order (``first_copies_order``); ``streaming.dedup`` builds the step around it.
 
 A module of its own, light to import: Spark starts a new Python process on the driver at a query's first
 micro-batch (``pyspark.sql.streaming.transform_with_state_driver_worker``) to ask the processor for its state,
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from qmon.core.dedup import slice_expiry
+from qmon.core.dedup import SliceIds, slice_expiry
 from qmon.streaming.event_order import UNTIMED, mark_rows
 from qmon.streaming.rows import ROUTED
 
@@ -50,19 +50,6 @@ def _rest_schema() -> Any:
     import fastavro
 
     return fastavro.parse_schema(REST_SCHEMA_DICT)
-
-
-def fresh_rows(held: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``SliceIds.seen`` for records in order, at once: which are kept (not duplicates), and what the key
-    holds after.  A record is kept when the key does not hold its digest and no earlier record in
-    ``digests`` has it."""
-    import numpy as np
-
-    keep = np.zeros(len(digests), dtype=bool)
-    keep[np.unique(digests, return_index=True)[1]] = True  # (the first record of each digest)
-    if len(held):
-        keep &= ~np.isin(digests, held)
-    return keep, (np.concatenate([held, digests[keep]]) if keep.any() else held)
 
 
 def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
@@ -123,9 +110,10 @@ class SliceCheck(StatefulProcessor):
         order = first_copies_order(d, r)
         stored = self.ids.get()
         held = np.frombuffer(stored[0], dtype=np.int64) if stored and stored[0] else d[:0]
-        keep, held = fresh_rows(held, d[order])
+        ids = SliceIds(held.tolist())
+        keep = np.fromiter((not ids.seen(k) for k in d[order].tolist()), dtype=bool, count=len(d))
         if stored is None or keep.any():
-            self.ids.update((held.tobytes(),))
+            self.ids.update((np.fromiter(ids.held, dtype=np.int64, count=len(ids.held)).tobytes(),))
         if stored is None:
             # the arrival clock (the rows' broker time, from the watermarked column, or the watermark if later:
             # the watermark alone is not yet the arrival clock in a query's first batch)

@@ -35,7 +35,7 @@ class SliceIds:
     """One slice's remembered records, the per-record rule: a record is a duplicate when the slice holds its
     key (its queue manager, queue and event_id; the step holds a 64-bit hash of them); otherwise the slice
     remembers it.  Records are given in the monitor's order, (ts, rank, partition, offset), so the first
-    copy of a record is the one kept.  ``qmon.streaming.slice_check.fresh_rows`` applies it to a batch at once.
+    copy of a record is the one kept.  ``qmon.streaming.slice_check.SliceCheck`` applies it to a batch's records.
     (The step holds a 64-bit hash of the key: two records whose hashes collide, odds of about 2**-64 a pair,
     count as one.)"""
 

@@ -18,7 +18,8 @@ partition read to its end) releases every record held.
 
 The frontier never goes back (``advance``).  A record below the frontier already reached when it arrives
 came later than ``job.max_lateness`` allows (a partition idle for a while, then a record from the past): it
-is applied at once, among the records released with it, and counted as late (``late``).  Pure.
+is applied at once, among the records released with it, and counted as late.  Which records a unit holds,
+releases and counts late is ``qmon.streaming.event_order.Held``'s, over these marks and frontiers.  Pure.
 """
 
 from __future__ import annotations
@@ -54,13 +55,3 @@ def advance(previous: int | None, batch: int | None) -> int | None:
     if batch is None:
         return previous
     return batch if previous is None or batch > previous else previous
-
-
-def released(ts: int, frontier_now: int | None, read_nothing: bool) -> bool:
-    """Whether a record (held or new) is applied in this batch."""
-    return read_nothing or (frontier_now is not None and ts < frontier_now)
-
-
-def late(ts: int, frontier_before: int | None) -> bool:
-    """Whether a record arrived after the frontier had passed it (applied at once, counted)."""
-    return frontier_before is not None and ts < frontier_before

@@ -1,17 +1,14 @@
-"""The duplicate check: the ids kept by slice of ts (``qmon.core.dedup``), and the step's bulk form
-(``qmon.streaming.dedup.fresh_rows``) against the per-record rule over random batches."""
+"""The duplicate check: the ids kept by slice of ts (``qmon.core.dedup``), and the order in which the step gives
+a key's records to it (``qmon.streaming.slice_check.first_copies_order``)."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from qmon.core import topics
 from qmon.core.config import ConfigError, load_config
 from qmon.core.dedup import SLICE_MS, SliceIds, slice_expiry, slice_of
 from qmon.core.queues import MonitorSettings
 from qmon.core.reference import run_reference
-from qmon.streaming.slice_check import fresh_rows
 
 
 def test_a_slice_is_ten_seconds_of_ts():
@@ -76,22 +73,6 @@ def test_a_removed_setting_is_refused_saying_what_to_do(tmp_path, key):
         load_config(path)
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.lists(st.integers(-(2**63), -(2**63) + 12) | st.integers(0, 12), max_size=40), min_size=1, max_size=4)
-)
-def test_a_batch_at_once_is_the_rule_record_by_record(batches):
-    """Property: ``fresh_rows`` over batches of digests (copies of a few records, extreme values too) keeps
-    exactly the records ``SliceIds.seen`` keeps one by one, and holds what it holds after every batch."""
-    rule = SliceIds()
-    held = np.empty(0, dtype=np.int64)
-    for batch in batches:
-        digests = np.array(batch, dtype=np.int64)
-        keep, held = fresh_rows(held, digests)
-        assert keep.tolist() == [not rule.seen(d) for d in batch]
-        assert sorted(held.tolist()) == sorted(rule.held)
-
-
 def test_copies_in_a_batch_are_put_in_the_monitors_order_and_nothing_else_is_read():
     """The step reads a row's packed columns only when its record comes twice in the batch; the copies are
     then ordered (ts, rank, partition, offset), so the first copy kept is the monitor's first."""
@@ -114,7 +95,8 @@ def test_copies_in_a_batch_are_put_in_the_monitors_order_and_nothing_else_is_rea
     rest = np.array([packed(1, 0, 30), b"not read", packed(1, 1, 10), packed(1, 0, 20)], dtype=object)
     order = first_copies_order(np.array([9, 4, 9, 9]), rest)
     assert order.tolist() == [3, 1, 0, 2]
-    keep, _ = fresh_rows(np.empty(0, dtype=np.int64), np.array([9, 4, 9, 9])[order])
+    ids = SliceIds()
+    keep = [not ids.seen(d) for d in np.array([9, 4, 9, 9])[order].tolist()]
     assert order[keep].tolist() == [3, 1]  # the copy at p0/20, and the other record
 
 

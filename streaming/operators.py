@@ -403,27 +403,28 @@ class QueueUnit(_Unit):
         slot.store(stored.dumps(group), min(dues) if dues else None)
 
     def apply(self, qmgr: str, mon: QueueMonitor, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
+        """The rows in order, as runs of one kind: a run of puts and gets goes to the rules at once
+        (``on_activities``), a command or journal record one at a time."""
         emits: list[tuple[int, int, Emit]] = []
         cols = _queue_columns(pdf)
-        if (pdf["kind"].values == Kind.ACTIVITY).all():  # puts and gets only: the fast path
-            _, eid, queue, op, ts, depth, nbytes, structure, reason, _, _, seq, clock = cols
-            recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
-            _apply_activities(mon, recs, emits)
-            return emits, max(ts) if ts else None
-        newest = None
-        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock in zip(
-            *cols, strict=True
-        ):
-            if kind == Kind.ACTIVITY:
-                out = mon.on_activity(Activity(eid, qmgr, queue, op, ts, depth, nbytes, structure, reason, clock, seq))
-            elif kind == Kind.JOURNAL:
-                out = mon.on_journal(JournalStatus.of(eid, qmgr, ts, json.loads(payload)))
-            else:
-                out = self._command(mon, payload, ts, eid, bool(reply), qmgr)
-            if out:
-                emits.extend((seq, ts, e) for e in out)
-            newest = ts if newest is None or ts > newest else newest
-        return emits, newest
+        kinds = pdf["kind"].values
+        cuts = [0, *(np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist(), len(kinds)]
+        for a, b in itertools.pairwise(cuts):
+            kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock = (
+                (c[a:b] for c in cols) if len(cuts) > 2 else cols
+            )
+            if kind[0] == Kind.ACTIVITY:
+                recs = _activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
+                _apply_activities(mon, recs, emits)
+                continue
+            for k, i, t, text, r, n in zip(kind, eid, ts, payload, reply, seq, strict=True):
+                if k == Kind.JOURNAL:
+                    out = mon.on_journal(JournalStatus.of(i, qmgr, t, json.loads(text)))
+                else:
+                    out = self._command(mon, text, t, i, bool(r), qmgr)
+                emits.extend((n, t, e) for e in out)
+        ts_all = cols[4]
+        return emits, max(ts_all) if len(ts_all) else None
 
     @staticmethod
     def _command(

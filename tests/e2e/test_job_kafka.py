@@ -439,7 +439,7 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
     """Through the real path: 30 long messages put and got without msg_bytes free their staging
     parts (LONGQ raises nothing), and usage wobbling across FULLTHRESHOLD is one NEAR_FULL episode, resolved
     at the end of the clear hold by the next record that event time brings past it.  Arrow batches of 7 rows:
-    each unit's rows reach the operator in many pieces, joined column by column (``operators._joined``)."""
+    each unit's rows reach the operator in many pieces, joined column by column (``unit_step._joined``)."""
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},

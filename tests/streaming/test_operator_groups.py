@@ -20,8 +20,10 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.operators import GroupSlot, Monitor, _joined, sorted_input
+from qmon.streaming.group_slot import GroupSlot
+from qmon.streaming.operators import Monitor
 from qmon.streaming.rows import LATE, ROUTED, STATE
+from qmon.streaming.unit_step import _joined, sorted_input
 from tests.streaming.routed import command, decoded, frame, put, row
 
 KEY = ("Q", "", 0)  # a group of queue-manager shards: (unit, unit_name, bucket)
@@ -218,7 +220,7 @@ def test_puts_and_gets_applied_a_chunk_at_a_time_give_the_outputs_of_one_chunk(m
     """A batch of puts and gets only is applied ``CHUNK`` records at a time: chunks of 3 give the outputs
     and state of one chunk."""
     from qmon.core.queues import QueueDefaults
-    from qmon.streaming import operators
+    from qmon.streaming import unit_step as unit
 
     settings = MonitorSettings(
         perfmev="ENABLED",
@@ -233,8 +235,8 @@ def test_puts_and_gets_applied_a_chunk_at_a_time_give_the_outputs_of_one_chunk(m
             rows.append(put(100 * i, queue, seq))
     rows.append(row("A", 2_000, seq=5000, event_id="g", queue="A", op="GET"))
     runs = []
-    for chunk in (3, operators.CHUNK):
-        monkeypatch.setattr(operators, "CHUNK", chunk)
+    for chunk in (3, unit.CHUNK):
+        monkeypatch.setattr(unit, "CHUNK", chunk)
         groups = Groups(settings=settings)
         runs.append((decoded(groups.rows(KEY, frame(*rows))), groups.shard()))
     assert runs[0] == runs[1]
@@ -304,7 +306,7 @@ def test_a_shard_without_rows_whose_deadline_passed_fires_with_the_groups_rows()
 
 
 def test_a_groups_rows_are_cut_by_shard_in_order_whether_sorted_by_shard_or_not():
-    from qmon.streaming.operators import by_shard
+    from qmon.streaming.unit_step import by_shard
 
     rows = [_on(put(100 * i, f"Q{i % 3}", i), f"QM{i % 2}", i % 3) for i in range(12)]
     interleaved = _through_arrow(frame(*rows))

@@ -6,7 +6,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qmon.streaming.operators import sorted_input
+from qmon.streaming.unit_step import sorted_input
 
 COLUMNS = ["src_offset", "src_partition", "rank", "ts", "shard", "qmgr", "depth_after"]
 ROW = st.tuples(

@@ -1,0 +1,66 @@
+"""The operator's structure unit (unit S): one CF structure's monitor (``qmon.core.structures``)."""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any
+
+import pandas as pd
+
+from qmon.core.records import Emit
+from qmon.core.structures import StructureMonitor
+from qmon.streaming import state as stored
+from qmon.streaming.group_slot import GroupSlot
+from qmon.streaming.unit_step import UnitStep, activities, apply_activities, opt_int
+
+
+class StructureUnit(UnitStep):
+    """One CF structure (and its overflow structure): ``qmon.core.structures``."""
+
+    def monitor(self, name: str, state: dict[str, Any] | None) -> StructureMonitor:
+        return StructureMonitor(name, self.settings, state, stored.load_queue)
+
+    def due(self, mon: StructureMonitor) -> int | None:
+        return mon.next_scan_clock()
+
+    def apply(
+        self, name: str, mon: StructureMonitor, pdf: pd.DataFrame
+    ) -> tuple[list[tuple[int, int, Emit]], int | None]:
+        cols = (
+            pdf["event_id"].tolist(),
+            pdf["qmgr"].tolist(),
+            pdf["queue"].tolist(),
+            pdf["op"].tolist(),
+            pdf["ts"].astype("int64").tolist(),
+            opt_int(pdf["msg_bytes"].tolist()),
+            opt_int(pdf["reason"].tolist()),
+            pdf["clock"].astype("int64").tolist(),
+            pdf["src_offset"].astype("int64").tolist(),
+        )
+        emits: list[tuple[int, int, Emit]] = []
+        eid, qmgr, queue, op, ts, nbytes, reason, clock, seq = cols
+        recs = activities(eid, qmgr, queue, op, ts, repeat(None), nbytes, repeat(None), reason, clock, seq)
+        apply_activities(mon, recs, emits)
+        return emits, None
+
+    def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:
+        blob = slot.load()
+        return self.monitor(name, stored.loads(blob) if blob is not None else None)
+
+    def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
+        slot.store(stored.dumps(mon.state), self.deadline(mon))
+
+    def batch(
+        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+    ) -> list[list[Any]]:
+        mon = self._load(name, slot)
+        out = self.step(name, mon, pdf, watermark, flush)
+        self._store(mon, slot)
+        return [out]
+
+    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
+        mon = self._load(name, slot)
+        at = self.deadline(mon)
+        out = self.tick(mon, watermark) if at is not None and at <= watermark else []
+        self._store(mon, slot)
+        return [out]

@@ -278,8 +278,8 @@ def run(workload: str, seed: int, ss: StructureSettings, ms: MonitorSettings) ->
     result = Run(stop=T0 + stop * 1000 if stop is not None else None)
     seen = {"S": 0, "Q": 0}  # the next sample's instant when last looked at
     for structure, queue in activity(path, seconds, rng):
-        out = [("S", e) for _, emits in smon.on_activities(structure) for e in emits]
-        out.extend(("Q", e) for _, emits in qmon.on_activities(queue) for e in emits)
+        out = [("S", e) for rec in structure for e in smon.on_activity(rec)]
+        out.extend(("Q", e) for rec in queue for e in qmon.on_activity(rec))
         for kind, e in out:
             _note(result, kind, e.record)
         q = qmon.queues.get("1PAYROLL")

@@ -73,8 +73,8 @@ class QueueUnit(UnitStep):
         slot.store(stored.dumps(group), min(dues) if dues else None)
 
     def apply(self, qmgr: str, mon: QueueMonitor, pdf: pd.DataFrame) -> tuple[list[tuple[int, int, Emit]], int | None]:
-        """The rows in order, as runs of one kind: a run of puts and gets goes to the rules at once
-        (``on_activities``), a command or journal record one at a time."""
+        """The rows in order, as runs of one kind: puts and gets as ``Activity`` records, a command or journal
+        record parsed, each to the rules in turn."""
         emits: list[tuple[int, int, Emit]] = []
         cols = _queue_columns(pdf)
         kinds = pdf["kind"].values

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -29,10 +28,6 @@ def opt_str(values: list[Any]) -> list[str | None]:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
 
 
-#: records made into ``Activity`` objects at a time (``apply_activities``): bounds the objects held at once
-CHUNK = 10_000
-
-
 def activities(*fields: Any) -> Iterator[Activity]:
     """Activity records from their fields' columns, in ``Activity``'s order (``_make``: no keyword handling,
     which calling the class would do for every record)."""
@@ -40,10 +35,10 @@ def activities(*fields: Any) -> Iterator[Activity]:
 
 
 def apply_activities(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]) -> None:
-    """The rules over puts and gets (nothing else between them), a chunk of records at a time
-    (``on_activities``: the common case without the rules' checks)."""
-    while chunk := list(islice(recs, CHUNK)):
-        for rec, out in mon.on_activities(chunk):
+    """The rules over puts and gets, one record at a time: each output with its record's (seq, ts)."""
+    on_activity = mon.on_activity
+    for rec in recs:
+        if out := on_activity(rec):
             emits.extend((rec.seq, rec.ts, e) for e in out)
 
 

@@ -216,35 +216,6 @@ def test_batches_with_nullable_integer_columns_join_as_pandas_would():
     pd.testing.assert_frame_equal(ordered, pd.concat([a, b], ignore_index=True))
 
 
-def test_puts_and_gets_applied_a_chunk_at_a_time_give_the_outputs_of_one_chunk(monkeypatch):
-    """A batch of puts and gets only is applied ``CHUNK`` records at a time: chunks of 3 give the outputs
-    and state of one chunk."""
-    from qmon.core.queues import QueueDefaults
-    from qmon.streaming import unit_step as unit
-
-    settings = MonitorSettings(
-        perfmev="ENABLED",
-        queue_defaults=(
-            QueueDefaults("*", {"QSVCIEV": "HIGH", "QSVCINT": 50, "QDPHIEV": True, "QDEPTHHI": 40, "MAXDEPTH": 20}),
-        ),
-    )
-    rows, seq = [], 0
-    for i in range(12):
-        for queue in ("A", "B"):
-            seq += 1
-            rows.append(put(100 * i, queue, seq))
-    rows.append(row("A", 2_000, seq=5000, event_id="g", queue="A", op="GET"))
-    runs = []
-    for chunk in (3, unit.CHUNK):
-        monkeypatch.setattr(unit, "CHUNK", chunk)
-        groups = Groups(settings=settings)
-        runs.append((decoded(groups.rows(KEY, frame(*rows))), groups.shard()))
-    assert runs[0] == runs[1]
-    queues = {n: stored.load_queue(q) for n, q in runs[0][1]["queues"].items()}
-    assert (queues["A"]["depth"], queues["B"]["depth"]) == (11, 12)
-    assert [r["type"] for _, r in runs[0][0] if r.get("queue") == "A"].count("QDEPTH_HIGH") == 1
-
-
 def _on(rec: dict[str, Any], qmgr: str, shard: int) -> dict[str, Any]:
     return {**rec, "qmgr": qmgr, "shard": shard}
 

@@ -199,9 +199,6 @@ class ShardBase:
     def on_activity(self, rec: Activity) -> list[Emit]:  # QueueMonitor
         raise NotImplementedError
 
-    def _forecast_quiet(self, q: QueueState, ts: int) -> bool:  # FillForecast
-        raise NotImplementedError
-
     def forgettable(self, name: str, q: QueueState) -> bool:  # Retention
         raise NotImplementedError
 

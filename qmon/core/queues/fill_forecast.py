@@ -63,14 +63,6 @@ class FillForecast(ShardBase):
             out.extend(self._forecast_record(queue, q, d, f"forecast:{d.key}@{d.at}") for d in decisions)
         return out
 
-    def _forecast_quiet(self, q: QueueState, ts: int) -> bool:
-        """The fast path's sample: taken if nothing can come of it (``Forecaster.quiet_sample``)."""
-        fc = q["fc"]
-        assert fc is not None
-        return Forecaster(self.settings.forecast, fc, (self.qmgr,)).quiet_sample(
-            ts, [q["depth"]], self._forecast_targets(q)
-        )
-
     def _forecast_reached(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
         """After ``rec``: FIRING forecasts whose threshold it reached, or that no longer apply, resolve; while one
         fires, the queue keeps its newest [event time, arrival clock] for its timer."""

@@ -18,9 +18,9 @@ class DataElements(StructureBase):
     def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
         """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
         assert self.definition is not None
-        staging = staging_queue(queue)
-        if staging and nbytes is not None and nbytes > self.definition.lgmsgsz:
-            return [(queue, elements(self.definition.lgmsgsz)), (staging, elements(nbytes - self.definition.lgmsgsz))]
+        lgmsgsz = self.definition.lgmsgsz
+        if nbytes is not None and nbytes > lgmsgsz and (staging := staging_queue(queue)):
+            return [(queue, elements(lgmsgsz)), (staging, elements(nbytes - lgmsgsz))]
         return [(queue, elements(nbytes))]
 
     def _in_overflow_structure(self, queue: str) -> bool:
@@ -62,8 +62,14 @@ class DataElements(StructureBase):
                 )
             return out
         parts = self._split(rec.queue, rec.msg_bytes)
-        primary_need = sum(n for name, n in parts if not self._in_overflow_structure(name))
-        ovf_need = sum(n for name, n in parts if self._in_overflow_structure(name))
+        # each part's structure: the overflow structure's for a queue in overflow, else the primary's
+        where = [self._in_overflow_structure(name) for name, _ in parts] if d.ovflwstr else [False] * len(parts)
+        primary_need = ovf_need = 0
+        for (_, n), ovf in zip(parts, where, strict=True):
+            if ovf:
+                ovf_need += n
+            else:
+                primary_need += n
         before = (st["used"], self.capacity)  # usage before, rounded only if reported
         if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
             st["rejected"] += 1
@@ -126,11 +132,11 @@ class DataElements(StructureBase):
                 )
             self._restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
             return out
-        for name, n in parts:
-            pq = self._q(name)
+        for (name, n), ovf in zip(parts, where, strict=True):
+            pq = q if name == rec.queue else self._q(name)
             pq["msgs"] += 1
             pq["el"] += n
-            if self._in_overflow_structure(name):
+            if ovf:
                 st["ovf_used"] += n
             else:
                 st["used"] += n

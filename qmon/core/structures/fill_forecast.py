@@ -85,20 +85,12 @@ class FillForecast(StructureBase):
             out.extend(self._forecast_record(d, f"forecast:{d.key}@{d.at}") for d in decisions)
         return out
 
-    def _forecast_quiet(self, ts: int) -> bool:
-        """The fast path's sample: taken if nothing can come of it (``Forecaster.quiet_sample``)."""
-        fc = self.state["fc"]
-        assert fc is not None
-        return Forecaster(self.settings.forecast, fc, (self.name,)).quiet_sample(
-            ts, self._levels(), self._forecast_targets()
-        )
-
     def _forecast_reached(self, rec: Activity, emits: list[Emit]) -> list[Emit]:
         """After ``rec`` (which raised ``emits``): FIRING forecasts whose threshold it reached, or that no
         longer apply, resolve."""
         fc = self.state["fc"]
-        if fc is None:
-            return []
+        if fc is None or (not emits and not fc["on"]):
+            return []  # (nothing fires, and no selection moved queues: nothing to resolve or restart)
         forecaster, d, st = Forecaster(self.settings.forecast, fc, (self.name,)), self.definition, self.state
         assert d is not None
         if d.ovflwstr and any(

@@ -5,13 +5,10 @@ and overflow mode (``overflow``), full and near full (``full``), fill forecasts 
 from __future__ import annotations
 
 from qmon.core import topics
-from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.lazy import live
-from qmon.core.message_runs import push_size
 from qmon.core.records import Activity, Emit, Snapshot
 from qmon.core.structures.accounting import DataElements
-from qmon.core.structures.data_elements import ELEMENT_BYTES, elements, staging_queue
 from qmon.core.structures.fill_forecast import FillForecast
 from qmon.core.structures.full import FullMonitoring
 from qmon.core.structures.overflow import AlterAndOverflow
@@ -35,103 +32,6 @@ class StructureMonitor(DataElements, AlterAndOverflow, FullMonitoring, FillForec
         out.extend(emits)
         out.extend(self._forecast_reached(rec, emits))
         return out
-
-    def on_activities(self, recs: list[Activity]) -> list[tuple[Activity, list[Emit]]]:
-        """``on_activity(rec)`` for each of ``recs`` in turn: exactly its outputs and state, with the records that can raise nothing applied by
-        ``_apply_run_raising_nothing``.  Returns (record, its outputs) for the records that had any."""
-        out: list[tuple[Activity, list[Emit]]] = []
-        i, n = 0, len(recs)
-        while i < n:
-            j = self._apply_run_raising_nothing(recs, i)
-            if j < n:  # a record that may raise something (or a state with something firing): the rules
-                rec = recs[j]
-                if emits := self.on_activity(rec):
-                    out.append((rec, emits))
-                j += 1
-            i = j
-        return out
-
-    def _apply_run_raising_nothing(self, recs: list[Activity], i: int) -> int:
-        """The common case, without the rules' checks: while nothing is firing, no hold or overflow mode
-        runs, and each put leaves primary usage below both OVFLWMAX and FULLTHRESHOLD, a put or get only
-        moves counts and FIFO runs (``_put``, ``_get`` raise nothing and change nothing else), and a forecast
-        sample due is one nothing can come of (``_forecast_quiet``).  Applies
-        ``recs[i:]`` from ``i`` while that holds; returns the index of the first record it did not apply.
-        Exactly what ``on_activity(rec)`` does to such a record (property test:
-        ``tests/core/test_run_raising_nothing.py``)."""
-        d, st = self.definition, self.state
-        if (
-            d is None
-            or st["mode_alert_id"] is not None  # (queues are in overflow only in overflow mode)
-            or st["full_alert_id"] is not None
-            or st["near_alert_id"] is not None
-            or st["ovf_full_alert_id"] is not None
-            or st.get("clear") != {}  # (a hold running; missing: the rules add it at the first put or get)
-            or st["above"]
-        ):
-            return i
-        fc, step = st["fc"], self.settings.forecast.step_ms
-        if fc is None and step and i < len(recs):
-            fc = st["fc"] = start(self.settings.forecast, recs[i].ts, self._series())  # (as ``_forecaster``)
-        if (fc is not None and not step) or (
-            fc is not None and (fc["on"] or fc["step"] != step or len(fc["s"]) != self._series())
-        ):
-            return i  # a forecast fires, or forecasts stop or start again
-        fc_at = fc["at"] if fc is not None else None
-        cap = self.capacity
-        # a put may take usage up to (but not onto) the lower of the two thresholds, and never past capacity
-        limit = min(cap * min(d.ovflwmax, d.fullthreshold), cap * 100)
-        used = st["used"]
-        if used * 100 >= limit:
-            return i
-        queues, lgmsgsz = st["queues"], d.lgmsgsz
-        last_ts, last_clock = st["last_ts"], st["last_clock"]
-        n = len(recs)
-        try:
-            while i < n:
-                rec = recs[i]
-                if fc_at is not None and rec.ts >= fc_at:
-                    if not self._forecast_quiet(rec.ts):  # (the usage before this record: ``st["used"]``)
-                        break
-                    fc_at = fc["at"]
-                op, queue, nbytes = rec.op, rec.queue, rec.msg_bytes
-                if rec.reason is None and op == "PUT":
-                    q = queues.get(queue)
-                    if q is not None and q["ovf"]:
-                        break
-                    staging = staging_queue(queue) if nbytes is not None and nbytes > lgmsgsz else None
-                    if staging is None:
-                        ready, rest = max(1, -(-int(nbytes or 0) // ELEMENT_BYTES)), 0
-                    else:
-                        sq = queues.get(staging)
-                        if sq is not None and sq["ovf"]:
-                            break
-                        ready, rest = elements(lgmsgsz), elements(nbytes - lgmsgsz)  # type: ignore[operator]
-                    if (used + ready + rest) * 100 >= limit:
-                        break  # it may reach a threshold: the rules
-                    if q is None:
-                        q = self._q(queue)
-                    q["msgs"] += 1
-                    q["el"] += ready
-                    if staging is not None:
-                        sq = self._q(staging)
-                        sq["msgs"] += 1
-                        sq["el"] += rest
-                    used += ready + rest
-                    st["used"] = used
-                    push_size(q["fifo"], ready, rest)
-                elif rec.reason is None and op == "GET":
-                    q = queues.get(queue)
-                    if q is not None and q["fifo"]:
-                        self._free(rec, q)  # (as ``_get``; a get only lowers usage: nothing to check)
-                        used = st["used"]
-                # (a failed operation or a START changes nothing but the newest ts)
-                if last_ts is None or rec.ts >= last_ts:
-                    last_ts, last_clock = rec.ts, rec.clock if rec.clock is not None else last_clock
-                i += 1
-        finally:
-            st["last_ts"], st["last_clock"] = last_ts, last_clock
-        return i
 
     def _unknown(self, rec: Activity) -> list[Emit]:
         if self.state["unknown"]:

@@ -244,7 +244,7 @@ class AlterAndOverflow(StructureBase):
     def _catch_up(self, now_ts: int) -> list[Emit]:
         """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
         st = self.state
-        out: list[Emit] = self._resolve_due(now_ts)
+        out: list[Emit] = self._resolve_due(now_ts) if st.get("clear") else []  # (no hold runs: none due)
         if st["next_scan"] is not None and st["mode_alert_id"] is not None and now_ts >= st["next_scan"]:
             d = self.definition
             assert d is not None

@@ -3,7 +3,7 @@
 Schemas live in ``avro/*.avsc`` at the top of the checkout and are installed as package data (``qmon/avro``),
 read with ``importlib.resources``.  A schema is the one declaration of its record's fields: the Spark job's
 routed activity columns (``streaming.rows``), its checks that a decoded record has every required field
-(``streaming.pipeline``) and the JSONL loader's activity fields (``connectors.jsonl``) are read from here.
+(``streaming.decode``) and the JSONL loader's activity fields (``connectors.jsonl``) are read from here.
 Only ``json``, no Avro codec: light to import wherever a field list is needed.
 """
 

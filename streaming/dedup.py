@@ -5,7 +5,7 @@ queue and event_id); this module applies it to a micro-batch's rows at once and 
 state.
 
 ``dedup_step(routed, window_ms, horizon, ahead_ms)`` takes the routed rows *before* an activity's structure copy is
-made (``pipeline.route``: one row a record, so a record has one verdict and the
+made (``route.route``: one row a record, so a record has one verdict and the
 check reads half as many rows), and groups them by ``(dslice, dpart)``: the slice of an activity row's ts
 and a part of the slice chosen by ``ddigest``, the record's 64-bit ``xxhash64(qmgr, queue, event_id)``
 computed in the JVM (every copy of a record meets its first in one key, and a slice's rows spread over
@@ -51,7 +51,7 @@ def dedup_step(
     routed: DataFrame, window_ms: int, horizon: str, ahead_ms: int, last: dict[int, int] | None = None
 ) -> DataFrame:
     """The routed rows (one a record: no structure copies yet) less their duplicates, with the watermarked
-    column ``horizon``, the arrival clock ``ahead_ms`` ahead (``pipeline.HORIZON``), and the marks of
+    column ``horizon``, the arrival clock ``ahead_ms`` ahead (``rows.HORIZON``), and the marks of
     event-time order (``streaming.event_order``; ``last``: the last offset a run reads of each input
     partition, by its ``dsrc``): the operator ahead of the monitor."""
     activity = F.col("kind") == Kind.ACTIVITY.value

@@ -7,7 +7,7 @@ row of kind ``FRONTIER`` per input partition it saw (``src_topic``, ``src_partit
 greatest of that partition's it saw (activity, commands and journal status: dead letters have no time), or
 ``NO_TIME`` when it saw the partition's last offset of a run that stops at known offsets (``--available-now``:
 a partition read to its end holds nothing back); the pipeline copies each mark to every unit
-(``pipeline.copies``).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per
+(``route.copies``).  A partition's rows are spread over the step's keys by a hash, so a unit takes, per
 partition, the greatest of its marks: the greatest read from it in the batch
 (``qmon.core.event_order.frontier``).  A batch whose every partition ended releases everything held.
 """
@@ -38,7 +38,7 @@ def source(topic: int, partition: int) -> int:
 def mark_rows(greatest: dict[int, int], encode: Callable[[dict[str, Any]], bytes]) -> list[bytes]:
     """The marks of one hand that saw ``greatest`` (input partition as ``dsrc`` -> the greatest ``ts`` seen, or
     ``NO_TIME`` for a partition it saw read to its end), as routed rows packed by ``encode``, for no unit yet
-    (``pipeline.copies`` gives each to every unit)."""
+    (``route.copies`` gives each to every unit)."""
     mask = (1 << SOURCE_BITS) - 1
     return [
         encode(

@@ -12,32 +12,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from qmon.connectors.kafka import end_offsets, ensure_topics, spark_options, topic_exists
+from qmon.connectors.kafka import end_offsets, ensure_topics, spark_options
 from qmon.core import topics
 from qmon.core.config import Config, duration_ms
 
 logger = logging.getLogger(__name__)
-
-
-def source_options(config: Config, bootstrap: str) -> dict[str, str]:
-    """The options of the Kafka source of every input topic (``subscribe`` aside)."""
-    opts = spark_options(bootstrap, config.kafka.security)
-    opts.update(
-        {
-            "startingOffsets": config.job.starting_offsets,
-            "includeHeaders": "false",
-            # records of aborted transactions (a DLQ handler killed mid-batch) are never read
-            "kafka.isolation.level": "read_committed",
-            # A task's poll leaves a fetch past the newest records, which the broker holds for fetch.max.wait.ms;
-            # Spark's reader then asks for the partition's offsets on the same connection, answered only after
-            # it. Kafka's 500 ms would be added to most batches at low rates; at high rates a new record answers
-            # the held fetch at once, whatever this says.
-            "kafka.fetch.max.wait.ms": str(duration_ms(config.job.fetch_max_wait)),
-        }
-    )
-    if config.job.max_offsets_per_trigger:
-        opts["maxOffsetsPerTrigger"] = str(config.job.max_offsets_per_trigger)
-    return opts
 
 
 def start_query(
@@ -57,11 +36,11 @@ def start_query(
     topic's value subject, and ``schema_ids``: ids met since this process started), and qmon's record of each
     output topic is registered under the topic's value subject, its id written before every output value
     (``streaming.writer_schemas``).  Raises the registry's ``RegistryError`` when it cannot answer."""
-    from pyspark.sql import functions as F
-
     from qmon.connectors import registry
     from qmon.streaming import writer_schemas
-    from qmon.streaming.pipeline import build, framed
+    from qmon.streaming.pipeline import build
+    from qmon.streaming.sink import kafka_sink
+    from qmon.streaming.source import sources
     from qmon.streaming.spark import checkpoint_fs
     from qmon.streaming.units import placement
 
@@ -73,24 +52,8 @@ def start_query(
     fs = checkpoint_fs(spark, checkpoint, config.job.checkpoint_fs)
     logger.info("qmon job: checkpoint %s on the %s local file system", checkpoint, fs)
     kafka = spark_options(bootstrap, config.kafka.security)
-    reading = source_options(config, bootstrap)
 
-    def source(topic: str) -> Any:
-        reader = spark.readStream.format("kafka").options(**reading).option("subscribe", topic)
-        return reader.load().select("topic", "partition", "offset", "key", "value", "timestamp")
-
-    # one source per input topic: each is decoded with its own record
-    raw = {logical: source(topics.physical(logical, config.kafka.topic_prefix)) for logical in topics.INPUTS}
-    names = [topics.physical(logical, config.kafka.topic_prefix) for logical in raw]
-    trace = topics.physical(topics.MQ_TRACE, config.kafka.topic_prefix)
-    read_trace = config.mq_trace.enabled is True
-    if config.mq_trace.enabled == "auto":  # as the checkpoint was started, else whether the topic exists now
-        recorded = checkpoint_reads(checkpoint, trace)
-        read_trace = recorded if recorded is not None else topic_exists(bootstrap, trace, config.kafka.security)
-    if read_trace:  # raw PCF bytes, decoded in the query (streaming.trace)
-        raw[topics.MQ_TRACE] = source(trace)
-        names.append(trace)
-        logger.info("qmon job: reading MQ activity trace from %s", trace)
+    raw, names, read_trace = sources(spark, config, bootstrap, checkpoint)
     placed = placement(
         spark,
         checkpoint,
@@ -117,36 +80,12 @@ def start_query(
         ends=end_offsets(bootstrap, sorted(names), config.kafka.security) if available_now else None,
         writer_plans=plans,
     )
-    value = framed(F.col("value"), F.col("topic"), out_ids).alias("value")
-    out = out.select("topic", F.col("key").cast("binary").alias("key"), value)
-    writer = (
-        out.writeStream.format("kafka").options(**kafka).option("checkpointLocation", checkpoint).queryName(query_name)
-    )
-    if available_now:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{duration_ms(config.job.trigger)} milliseconds")
-    query = writer.start()
+    trigger_ms = None if available_now else duration_ms(config.job.trigger)
+    query = kafka_sink(out, out_ids, kafka, checkpoint, query_name, trigger_ms)
     if publish_progress:
         progress = out_ids.get(topics.physical(topics.PROGRESS, config.kafka.topic_prefix))
         ProgressPublisher(spark, bootstrap, config, schema_id=progress).attach(query)
     return query
-
-
-def checkpoint_reads(checkpoint: str, topic: str) -> bool | None:
-    """Whether an existing checkpoint's query reads ``topic`` (from its latest offsets file, which names every
-    Kafka source's topics); None when there is no local checkpoint with offsets yet.  Spark refuses a query
-    whose sources differ from its checkpoint's, so ``mq_trace.enabled: auto`` keeps what the checkpoint has."""
-
-    path = checkpoint.removeprefix("file://") if checkpoint.startswith("file://") else checkpoint
-    if "://" in path:  # a checkpoint on HDFS, S3, ...: not read here
-        return None
-    offsets = Path(path) / "offsets"
-    batches = [f for f in offsets.iterdir() if f.name.isdigit()] if offsets.is_dir() else []
-    if not batches:
-        return None
-    latest = max(batches, key=lambda f: int(f.name))
-    return json.dumps(topic) + ":" in latest.read_text(errors="replace")
 
 
 class ProgressListener:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -15,12 +14,17 @@ from qmon.core.journals import JournalStatus
 from qmon.core.mqsc import MqscError, parse_command, split_script
 from qmon.core.queues import MonitorSettings, QueueMonitor, command_reply
 from qmon.core.queues.queue_sharing_group import QueueSharingGroupShard
-from qmon.core.records import Activity, Emit
+from qmon.core.records import Emit
 from qmon.core.sharing import QueueSharingGroup
 from qmon.streaming import state as stored
 from qmon.streaming.group_slot import GroupSlot
 from qmon.streaming.rows import Kind
-from qmon.streaming.unit_step import UnitStep, activities, apply_activities, by_shard, opt_int, opt_str
+from qmon.streaming.unit_step import ACTIVITY_COLUMN, UnitStep, activities, apply_activities, by_shard, columns
+
+#: the routed columns a queue unit reads: an activity's (``ACTIVITY_COLUMN``), a command's or journal record's
+QUEUE_COLUMNS = [*ACTIVITY_COLUMN.values(), "kind", "payload", "reply"]
+#: a command's or journal record's fields, in the order ``apply`` reads them
+OTHER_COLUMNS = ("kind", "event_id", "ts", "payload", "reply", "src_offset")
 
 
 class QueueUnit(UnitStep):
@@ -76,24 +80,20 @@ class QueueUnit(UnitStep):
         """The rows in order, as runs of one kind: puts and gets as ``Activity`` records, a command or journal
         record parsed, each to the rules in turn."""
         emits: list[tuple[int, int, Emit]] = []
-        cols = _queue_columns(pdf)
+        cols = columns(pdf, QUEUE_COLUMNS)
         kinds = pdf["kind"].values
         cuts = [0, *(np.flatnonzero(kinds[1:] != kinds[:-1]) + 1).tolist(), len(kinds)]
         for a, b in itertools.pairwise(cuts):
-            kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock = (
-                (c[a:b] for c in cols) if len(cuts) > 2 else cols
-            )
-            if kind[0] == Kind.ACTIVITY:
-                recs = activities(eid, repeat(qmgr), queue, op, ts, depth, nbytes, structure, reason, clock, seq)
-                apply_activities(mon, recs, emits)
+            if kinds[a] == Kind.ACTIVITY:
+                apply_activities(mon, activities(cols, a, b, qmgr=qmgr), emits)
                 continue
-            for k, i, t, text, r, n in zip(kind, eid, ts, payload, reply, seq, strict=True):
+            for k, i, t, text, r, n in zip(*(cols[c][a:b] for c in OTHER_COLUMNS), strict=True):
                 if k == Kind.JOURNAL:
                     out = mon.on_journal(JournalStatus.of(i, qmgr, t, json.loads(text)))
                 else:
                     out = self._command(mon, text, t, i, bool(r), qmgr)
                 emits.extend((n, t, e) for e in out)
-        ts_all = cols[4]
+        ts_all = cols["ts"]
         return emits, max(ts_all) if len(ts_all) else None
 
     @staticmethod
@@ -151,16 +151,15 @@ class QueueUnit(UnitStep):
         monitors = QueueSharingGroupShard(qsg, monitor(qsg.name), monitor)
         emits: list[tuple[int, int, Emit]] = []
         newest = None
-        for kind, eid, queue, op, ts, depth, nbytes, structure, reason, payload, reply, seq, clock, member in zip(
-            *_queue_columns(pdf), pdf["qmgr"].tolist(), strict=True
-        ):
+        cols = columns(pdf, QUEUE_COLUMNS)
+        recs = activities(cols, 0, len(pdf))  # (each of a member's records: ``qmgr`` names the member)
+        for rec, kind, payload, reply in zip(recs, *(cols[c] for c in ("kind", "payload", "reply")), strict=True):
             if kind == Kind.ACTIVITY:
-                rec = Activity(eid, member, queue, op, ts, depth, nbytes, structure, reason, clock, seq)
                 out = monitors.on_activity(rec)
-            else:
-                out = self._command(monitors, payload, ts, eid, bool(reply), member)
-            emits.extend((seq, ts, e) for e in out)
-            newest = ts if newest is None or ts > newest else newest
+            else:  # (a command: its event_id is its command_id)
+                out = self._command(monitors, payload, rec.ts, rec.event_id, bool(reply), rec.qmgr)
+            emits.extend((rec.seq, rec.ts, e) for e in out)
+            newest = rec.ts if newest is None or rec.ts > newest else newest
         result = [emits]
         for name, (mon, existed) in sorted(loaded.items()):
             if existed or _holds_anything(mon):  # (not a member's monitor only looked into)
@@ -174,26 +173,6 @@ class QueueUnit(UnitStep):
         out = self._ticks(group, watermark, set())
         self._store(group, slot)
         return out
-
-
-def _queue_columns(pdf: pd.DataFrame) -> tuple[list[Any], ...]:
-    """A queue unit's rows as the rules read them: (kind, event_id, queue, op, ts, depth_after, msg_bytes,
-    structure, reason, payload, reply, src_offset, clock), a list each."""
-    return (
-        pdf["kind"].tolist(),
-        pdf["event_id"].tolist(),
-        pdf["queue"].tolist(),
-        pdf["op"].tolist(),
-        pdf["ts"].astype("int64").tolist(),
-        opt_int(pdf["depth_after"].tolist()),
-        opt_int(pdf["msg_bytes"].tolist()),
-        opt_str(pdf["structure"].tolist()),
-        opt_int(pdf["reason"].tolist()),
-        pdf["payload"].tolist(),
-        pdf["reply"].tolist(),
-        pdf["src_offset"].astype("int64").tolist(),
-        pdf["clock"].astype("int64").tolist(),
-    )
 
 
 def _holds_anything(mon: QueueMonitor) -> bool:

@@ -87,6 +87,14 @@ ROUTED = _fields(
 )
 ROUTED_COLUMNS = ROUTED.fieldNames()
 
+#: The column the watermark is defined on: the arrival clock (the broker's timestamp) a century ahead, with
+#: the watermark's delay a century longer.  The watermark's value is the arrival clock's, minus the delay;
+#: but Spark's event-time timeout drops every input row whose watermarked column is behind the watermark,
+#: and across Kafka partitions the arrival clock is not monotone (a batch can read one partition further
+#: than another).  A century ahead, no row is ever behind it: qmon orders records itself, by event time.
+HORIZON = "horizon"
+CENTURY_DAYS = 36_500
+
 #: The operator's output row that counts records applied late (``streaming.event_order``; ``order_seq``: how
 #: many): observed by the query and dropped before the sink.
 LATE = "qmon.late"

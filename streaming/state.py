@@ -115,7 +115,7 @@ GROUP_VERSION = 1
 
 
 class ShardGroup(TypedDict):
-    """A queue unit's value: a group of queue-manager shards (``qmon.streaming.pipeline.route``), each shard's
+    """A queue unit's value: a group of queue-manager shards (``qmon.streaming.route.route``), each shard's
     state (``qmon.core.queues.ShardState``) one MessagePack value of its own, decoded only when used."""
 
     v: int  # GROUP_VERSION

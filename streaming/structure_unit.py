@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any
 
 import pandas as pd
 
-from qmon.core.records import Emit
+from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
 from qmon.streaming.group_slot import GroupSlot
-from qmon.streaming.unit_step import UnitStep, activities, apply_activities, opt_int
+from qmon.streaming.unit_step import ACTIVITY_COLUMN, UnitStep, activities, apply_activities, columns
 
 
 class StructureUnit(UnitStep):
@@ -26,21 +25,10 @@ class StructureUnit(UnitStep):
     def apply(
         self, name: str, mon: StructureMonitor, pdf: pd.DataFrame
     ) -> tuple[list[tuple[int, int, Emit]], int | None]:
-        cols = (
-            pdf["event_id"].tolist(),
-            pdf["qmgr"].tolist(),
-            pdf["queue"].tolist(),
-            pdf["op"].tolist(),
-            pdf["ts"].astype("int64").tolist(),
-            opt_int(pdf["msg_bytes"].tolist()),
-            opt_int(pdf["reason"].tolist()),
-            pdf["clock"].astype("int64").tolist(),
-            pdf["src_offset"].astype("int64").tolist(),
-        )
         emits: list[tuple[int, int, Emit]] = []
-        eid, qmgr, queue, op, ts, nbytes, reason, clock, seq = cols
-        recs = activities(eid, qmgr, queue, op, ts, repeat(None), nbytes, repeat(None), reason, clock, seq)
-        apply_activities(mon, recs, emits)
+        cols = columns(pdf, [ACTIVITY_COLUMN[f] for f in Activity._fields if f not in ("depth_after", "structure")])
+        # (a structure's copy of a record: its rules read neither the depth nor the structure it names)
+        apply_activities(mon, activities(cols, 0, len(pdf), depth_after=None, structure=None), emits)
         return emits, None
 
     def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:

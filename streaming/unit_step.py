@@ -5,33 +5,48 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from qmon.connectors import avro
-from qmon.core import topics
 from qmon.core.queues import QueueMonitor
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor
+from qmon.streaming.encode import encode_emits
 from qmon.streaming.group_slot import GroupSlot
-from qmon.streaming.rows import OUTPUT_COLUMNS, Kind
+from qmon.streaming.rows import ROUTED, Kind
+
+#: the routed column each field of the rules' ``Activity`` is read from: its own name (``rows.ROUTED`` holds
+#: QueueActivity's fields by name), but for ``seq``, the arrival order, which is the record's input offset
+ACTIVITY_COLUMN = {field: field for field in Activity._fields} | {"seq": "src_offset"}
 
 
-def opt_int(values: list[Any]) -> list[int | None]:
-    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values]
+def column(pdf: pd.DataFrame, name: str) -> list[Any]:
+    """Routed column ``name`` as the rules read it, a list: numbers as ints (None where null), strings as str or
+    None."""
+    values = pdf[name]
+    if ROUTED[name].dataType.typeName() in ("long", "integer"):
+        if not values.hasnans:
+            return values.astype("int64").tolist()
+        return [None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values.tolist()]
+    if not values.hasnans:
+        return values.tolist()
+    return [None if isinstance(v, float) and math.isnan(v) else v for v in values.tolist()]
 
 
-def opt_str(values: list[Any]) -> list[str | None]:
-    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values]
+def columns(pdf: pd.DataFrame, names: Iterable[str]) -> dict[str, list[Any]]:
+    """Routed columns ``names`` as the rules read them (``column``), by name."""
+    return {name: column(pdf, name) for name in names}
 
 
-def activities(*fields: Any) -> Iterator[Activity]:
-    """Activity records from their fields' columns, in ``Activity``'s order (``_make``: no keyword handling,
-    which calling the class would do for every record)."""
-    return map(Activity._make, zip(*fields, strict=False))  # (some fields are repeat(): endless)
+def activities(cols: dict[str, list[Any]], a: int, b: int, **given: Any) -> Iterator[Activity]:
+    """The ``Activity`` records of rows ``a`` to ``b`` of ``cols`` (``columns``: read by ``ACTIVITY_COLUMN``),
+    with the fields in ``given`` the same for all (``_make``: no keyword handling, which calling the class
+    would do for every record)."""
+    fields = [itertools.repeat(given[f]) if f in given else cols[ACTIVITY_COLUMN[f]][a:b] for f in Activity._fields]
+    return map(Activity._make, zip(*fields, strict=False))  # (given fields are repeat(): endless)
 
 
 def apply_activities(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activity], emits: list[Any]) -> None:
@@ -40,17 +55,6 @@ def apply_activities(mon: QueueMonitor | StructureMonitor, recs: Iterator[Activi
     for rec in recs:
         if out := on_activity(rec):
             emits.extend((rec.seq, rec.ts, e) for e in out)
-
-
-def encode_emits(monitors: list[list[tuple[int, int, Emit]]]) -> pd.DataFrame:
-    """Each monitor's (order_seq, order_ts, Emit) -> the operator's output rows, Avro-encoded (``order_idx``:
-    the output's place among its monitor's)."""
-    rows = []
-    for emits in monitors:
-        for idx, (seq, ts, e) in enumerate(emits):
-            value = avro.encode(topics.RECORD_OF[e.topic], e.record)
-            rows.append((e.topic, e.key, value, int(e.record.get("ts") or ts), seq, idx))
-    return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
 
 def owners(pdf: pd.DataFrame) -> np.ndarray:

@@ -132,7 +132,7 @@ def test_registry_and_matching():
 
 
 class Shards:
-    """A queue manager split over ``n`` shards, commands delivered as ``streaming.pipeline.route``
+    """A queue manager split over ``n`` shards, commands delivered as ``streaming.route.route``
     delivers them (by ``Command.scope``); ``zlib.crc32`` stands in for Spark's xxhash64."""
 
     def __init__(self, n: int = 3, place: dict[str, int] | None = None):

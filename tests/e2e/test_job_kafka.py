@@ -339,7 +339,7 @@ def test_a_partition_read_behind_another_loses_no_record(spark, kafka_bootstrap,
     """The watermark runs on the broker's append time, which only moves forward within a partition.  A
     micro-batch that reads one partition further than another puts the watermark ahead of the other's next
     records, and Spark drops input rows behind the watermark from an event-time stateful operator: qmon's
-    watermarked column is set a century ahead so that none is ever behind it (``pipeline.HORIZON``)."""
+    watermarked column is set a century ahead so that none is ever behind it (``rows.HORIZON``)."""
     import time
 
     from confluent_kafka import Producer

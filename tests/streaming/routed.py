@@ -1,4 +1,4 @@
-"""Routed rows as ``streaming.pipeline.route`` makes them, for the operator's tests (both APIs)."""
+"""Routed rows as ``streaming.route.route`` makes them, for the operator's tests (both APIs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from qmon.streaming.rows import ROUTED_COLUMNS
 
 
 def row(kind: str, ts: int, *, seq: int, **fields: Any) -> dict[str, Any]:
-    """A routed row as ``streaming.pipeline.route`` makes it (clock = ts: rows at or below the watermark,
+    """A routed row as ``streaming.route.route`` makes it (clock = ts: rows at or below the watermark,
     which starts at 0, are late and filtered, as in the job)."""
     base: dict[str, Any] = dict.fromkeys(ROUTED_COLUMNS)
     base.update(

@@ -1,9 +1,9 @@
 """``mq_trace.enabled: auto`` keeps what a checkpoint was started with (Spark refuses a query whose sources
-differ from its checkpoint's): ``streaming.job.checkpoint_reads`` reads the latest offsets file."""
+differ from its checkpoint's): ``streaming.source.checkpoint_reads`` reads the latest offsets file."""
 
 from __future__ import annotations
 
-from qmon.streaming.job import checkpoint_reads
+from qmon.streaming.source import checkpoint_reads
 
 V1 = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
 

@@ -39,7 +39,7 @@ def _hash(text: str, n: int) -> int:
 
 
 def _routed(rec: dict[str, Any], partition: int, offset: int) -> list[dict[str, Any]]:
-    """One input record's routed rows, as ``streaming.pipeline.route`` makes them (one unit holds every shard)."""
+    """One input record's routed rows, as ``streaming.route.route`` makes them (one unit holds every shard)."""
     source = {"src_partition": partition, "src_offset": offset, "qmgr": rec["qmgr"], "clock": rec["ts"]}
     if "command" not in rec:
         fields = {k: rec.get(k) for k in ("event_id", "queue", "op", "depth_after", "msg_bytes", "reason")}

@@ -405,7 +405,7 @@ def test_a_record_behind_the_frontier_reached_is_applied_at_once_and_counted():
 def test_held_records_join_a_later_batchs_rows_as_spark_hands_them_over():
     """Spark's frames also carry the watermarked column (a timestamp) and pass-through rows: held records
     (kept without them) join such a frame, and the pass-through rows go out at once."""
-    from qmon.streaming.pipeline import HORIZON
+    from qmon.streaming.rows import HORIZON
 
     def spark_frame(*rows: dict[str, Any]) -> pd.DataFrame:
         pdf = frame(*rows)

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import StructField, StructType, TimestampType
 
-import qmon.streaming.pipeline as pipeline
+import qmon.streaming.route as route
 from qmon.streaming.rows import ROUTED
 
 
 def test_every_routed_field_has_a_type_cast_by_name():
-    assert all(type(f.dataType) in pipeline._Router._BY_NAME for f in ROUTED.fields)
+    assert all(type(f.dataType) in route._Router._BY_NAME for f in ROUTED.fields)
 
 
 def test_a_type_not_cast_by_name_stops_the_builder_naming_the_field(monkeypatch):
-    monkeypatch.setattr(pipeline, "ROUTED", StructType([*ROUTED.fields, StructField("seen", TimestampType())]))
+    monkeypatch.setattr(route, "ROUTED", StructType([*ROUTED.fields, StructField("seen", TimestampType())]))
     with pytest.raises(TypeError, match=r"rows\.ROUTED\.seen"):
-        pipeline._Router(topic_index=None)  # (checked before it is used)
+        route._Router(topic_index=None)  # (checked before it is used)

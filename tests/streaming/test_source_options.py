@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qmon.core.config import Config
-from qmon.streaming.job import source_options
+from qmon.streaming.source import source_options
 
 
 def test_the_source_reads_committed_records_and_waits_at_most_fetch_max_wait_at_the_log_end():

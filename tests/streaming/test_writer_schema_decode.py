@@ -16,7 +16,8 @@ import pytest
 from qmon.connectors import avro
 from qmon.connectors.schema import schema_text
 from qmon.core import topics
-from qmon.streaming.pipeline import decode_topic, framed
+from qmon.streaming.decode import decode_topic
+from qmon.streaming.framing import framed
 from qmon.streaming.writer_schemas import MISMATCH, NEW_ID, UNKNOWN, Dead, TopicPlan, Writer, new_ids
 
 pytestmark = pytest.mark.spark

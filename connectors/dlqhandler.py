@@ -20,16 +20,8 @@ nothing appears twice.  Consumers that read uncommitted records may see an abort
 every record the handler writes carries the header ``qmon.dlq.source`` (topic/partition/offset of
 the dead letter) so they can drop such duplicates.
 
-**The ledger** ``<dlq>.ignored`` (compacted, key ``partition/offset``) is IBM MQ's DLQ handler's "record
-of all messages on the DLQ that have been seen but not removed": a record left on the DLQ, either
-*waiting* for its next attempt or *ignored* for good, with its attempt counts per rule, the time of
-its last failed attempt and its DeadLetter header (not its bytes).  A record that has to wait is
-written to the ledger in the same transaction that commits the consumer offset past it, so the
-committed offset never holds back on it and a crash never loses it: the handler reads the ledger
-when it starts and schedules each waiting record at its due time.  Every failed attempt updates the
-record's entry in the transaction of its pass; a record that is forwarded, retried or discarded
-has its entry deleted (a tombstone) in the transaction that writes it.  An attempt made in a
-transaction that is then aborted by a crash is made again after the restart (it had no effect).
+**The ledger** ``<dlq>.ignored`` (``qmon.connectors.dlqledger``) holds the records left on the DLQ, waiting
+for their next attempt or ignored for good; the handler reads it when it starts.
 
 **The rescan** (IBM MQ's DLQ handler: "the DLQ is periodically rescanned") is this schedule: a waiting record is
 re-attempted when its due time comes; a summary line is printed every RETRYINT.  A record ignored
@@ -45,20 +37,21 @@ and original bytes) as it is on the DLQ.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
-from qmon.connectors import avro
+from qmon.connectors import avro, dlqledger
+from qmon.connectors.dlqcounts import Counts
+from qmon.connectors.dlqledger import LedgerEntry
 from qmon.connectors.dlqreader import read_ledger
 from qmon.connectors.kafka import client_config
 from qmon.core import topics
 from qmon.core.config import KafkaSecurity
-from qmon.core.dlqretry import Advance, Outcome, Progress, Schedule, advance, next_step, put_seconds
+from qmon.core.dlqretry import Advance, Outcome, Progress, Schedule, advance
 from qmon.core.dlqrules import Rule, RulesTable
 
 logger = logging.getLogger(__name__)
@@ -72,66 +65,6 @@ DUE_PER_PASS = 100
 PASS_BUDGET = 30.0
 #: The consumer's max.poll.interval.ms: Kafka's default; the loop polls at least every few seconds.
 MAX_POLL_INTERVAL_MS = 300_000
-#: Fields of the DeadLetter kept in a ledger entry: what the rules match, and the put time RETRY waits on.
-HEADER_FIELDS = ("reason", "reason_name", "dest_topic", "format", "put_appl_name")
-
-
-class LedgerEntry(TypedDict, total=False):
-    """A record left on the DLQ (JSON in the ledger topic, key ``partition/offset``)."""
-
-    topic: str
-    partition: int
-    offset: int
-    reason: str | None
-    seen: int  # epoch ms: when the handler first read it
-    state: str  # "waiting" (for its next attempt) or "ignored" (for good); absent in entries written without it
-    attempts: dict[str, int]  # Rule.key -> attempts made
-    last_failure: int | None  # epoch ms of the latest failed attempt
-    due: int | None  # epoch ms of the next attempt (waiting only)
-    header: dict[str, Any] | None  # the DeadLetter's HEADER_FIELDS and put_time (epoch ms); None: not a DeadLetter
-
-
-@dataclass
-class Counts:
-    processed: int = 0  # records done with: forwarded, retried, discarded or ignored for good
-    forwarded: int = 0
-    retried: int = 0
-    discarded: int = 0
-    ignored: int = 0
-    attempts: int = 0  # FWD and RETRY attempts made
-    failed: int = 0  # of which failed
-
-    def add(self, outcome: Outcome) -> None:
-        self.processed += 1
-        if outcome.action == "FWD":
-            self.forwarded += 1
-        elif outcome.action == "RETRY":
-            self.retried += 1
-        elif outcome.action == "DISCARD":
-            self.discarded += 1
-        else:
-            self.ignored += 1
-
-    def merge(self, other: Counts) -> None:
-        for f in ("processed", "forwarded", "retried", "discarded", "ignored", "attempts", "failed"):
-            setattr(self, f, getattr(self, f) + getattr(other, f))
-
-    def line(self, scan: int, kind: str, on_dlq: int, waiting: int) -> str:
-        return (
-            f"dlq-handler {kind} {scan}: processed {self.processed}, forwarded {self.forwarded}, "
-            f"retried {self.retried}, discarded {self.discarded}, ignored {self.ignored}; "
-            f"{self.attempts} attempt(s), {self.failed} failed; "
-            f"{on_dlq} record(s) left on the DLQ (ignored), {waiting} waiting for a retry"
-        )
-
-
-def _ms(seconds: float | None) -> int | None:
-    return None if seconds is None else int(round(seconds * 1000))
-
-
-def _progress(entry: LedgerEntry) -> Progress:
-    last = entry.get("last_failure")
-    return Progress(dict(entry.get("attempts") or {}), None if last is None else last / 1000)
 
 
 @dataclass
@@ -156,7 +89,7 @@ class Handler:
         self.input = self.table.control.inputq or topics.physical(topics.DLQ, self.prefix)
         self.ledger_topic = f"{self.input}.ignored"
         self.admin = AdminClient(client_config(self.bootstrap, self.security))
-        self._create_ledger()
+        dlqledger.create_topic(self.admin, self.ledger_topic)
         self.producer = Producer(
             client_config(
                 self.bootstrap,
@@ -200,40 +133,15 @@ class Handler:
         self._held: dict[str, tuple[bytes | None, bytes]] = {}  # DLQ key and value of records waiting
         self._listed: set[str] | None = None  # the topics listed in the current pass
         self.ledger: dict[str, LedgerEntry] = self._read_ledger()
-        self._plan_ledger()
+        dlqledger.plan(self.ledger, self.table, self.schedule)
 
     # ---------------------------------------------------------- the ledger of records left on the DLQ
-
-    def _create_ledger(self) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        if self.ledger_topic in self.admin.list_topics(timeout=30).topics:
-            return
-        fut = self.admin.create_topics(
-            [NewTopic(self.ledger_topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})]
-        )[self.ledger_topic]
-        try:
-            fut.result()
-        except Exception as exc:  # noqa: BLE001
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
 
     def _read_ledger(self) -> dict[str, LedgerEntry]:
         entries: dict[str, LedgerEntry] = read_ledger(
             self.bootstrap, self.ledger_topic, self.security, self.group, must_exist=True
         )
         return entries
-
-    def _plan_ledger(self) -> None:
-        """At start: schedule every waiting record, and every ignored one the table just read gives an attempt."""
-        for lkey, entry in self.ledger.items():
-            header = entry.get("header")
-            if "state" not in entry or not header:
-                continue  # an entry without a state, or not a DeadLetter: ignored for good
-            step = next_step(self.table, header, _progress(entry))
-            if entry["state"] == "ignored" and step.final and step.action == "IGNORE":
-                continue  # still nothing to do for it
-            self.schedule.put(lkey, 0.0 if step.final else step.due)
 
     def _entry(
         self,
@@ -244,28 +152,9 @@ class Handler:
         adv: Advance | None,
         seen: int | None = None,
     ) -> LedgerEntry:
-        header = None
-        if dl is not None:
-            header = {k: dl.get(k) for k in HEADER_FIELDS}
-            header["put_time"] = _ms(put_seconds(dl))
-        waiting = adv is not None and adv.outcome is None
-        progress = adv.progress if adv is not None else Progress()
-        return LedgerEntry(
-            topic=topic,
-            partition=partition,
-            offset=offset,
-            reason=dl.get("reason_name") if dl else None,
-            seen=seen if seen is not None else _ms(self.clock()) or 0,
-            state="waiting" if waiting else "ignored",
-            attempts=dict(progress.attempts),
-            last_failure=_ms(progress.last_failure),
-            due=_ms(adv.step.due) if waiting and adv is not None else None,
-            header=header,
+        return dlqledger.entry_of(
+            topic, partition, offset, dl, adv, seen if seen is not None else dlqledger.ms(self.clock()) or 0
         )
-
-    def _write(self, lkey: str, entry: LedgerEntry | None) -> None:
-        value = None if entry is None else json.dumps(entry).encode()
-        self.producer.produce(self.ledger_topic, key=lkey.encode(), value=value)
 
     # ---------------------------------------------------------- attempts
 
@@ -321,28 +210,6 @@ class Handler:
             logger.info("%s is not a qmon DeadLetter record; it stays on the DLQ", where)
             return None
 
-    def _fetch(self, entry: LedgerEntry) -> tuple[bytes | None, bytes | None] | str:
-        """The DLQ record of a ledger entry: (key, value), "gone" (deleted by retention) or "unavailable"."""
-        from confluent_kafka import TopicPartition
-
-        tp = TopicPartition(entry["topic"], int(entry["partition"]), int(entry["offset"]))
-        try:
-            low, _high = self.fetcher.get_watermark_offsets(tp, timeout=10)
-        except Exception:  # noqa: BLE001
-            return "unavailable"
-        if tp.offset < low:
-            return "gone"
-        self.fetcher.assign([tp])
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            msg = self.fetcher.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            if msg.offset() != tp.offset:
-                return "gone"  # compacted or deleted between the watermark and the read
-            return msg.key(), msg.value()
-        return "unavailable"
-
     # ---------------------------------------------------------- passes
 
     def poll_batch(self, counts: Counts, max_records: int = 500, timeout: float = POLL_TIMEOUT) -> int:
@@ -375,7 +242,7 @@ class Handler:
                     self._apply(adv.outcome, dl, m.key(), m.value(), f"{m.topic()}/{m.partition()}/{m.offset()}")
                     continue
                 entries[lkey] = self._entry(m.topic(), m.partition(), m.offset(), dl, adv)
-                self._write(lkey, entries[lkey])
+                dlqledger.write(self.producer, self.ledger_topic, lkey, entries[lkey])
             positions = self.consumer.position(self.consumer.assignment())
             self.producer.send_offsets_to_transaction(
                 [TopicPartition(p.topic, p.partition, p.offset) for p in positions if p.offset >= 0],
@@ -418,7 +285,7 @@ class Handler:
             entry = self.ledger.get(lkey)
             if entry is None:
                 continue
-            held: Any = self._held.get(lkey) or self._fetch(entry)
+            held: Any = self._held.get(lkey) or dlqledger.fetch(self.fetcher, entry)
             if held == "unavailable":
                 later.append(lkey)
                 continue
@@ -434,7 +301,7 @@ class Handler:
             dl = self._decode(held[1], where)
             if dl is None:
                 continue
-            adv: Advance | None = advance(self.table, dl, _progress(entry), now, self._attempt)
+            adv: Advance | None = advance(self.table, dl, dlqledger.progress_of(entry), now, self._attempt)
             work.append((lkey, entry, held, dl, adv))
         for lkey in later:  # the broker did not answer: try again at the next interval
             self.schedule.put(lkey, now + self.table.control.retryint)
@@ -455,7 +322,7 @@ class Handler:
                     )
                 else:
                     continue  # nothing changed (not due after all)
-                self._write(lkey, entries[lkey])
+                dlqledger.write(self.producer, self.ledger_topic, lkey, entries[lkey])
             self.producer.commit_transaction(60)
         except Exception:
             self.producer.abort_transaction(60)

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9464
 FOLLOWED = (topics.SNAPSHOT, topics.PERFORMANCE, topics.ALERTS, topics.DLQ, topics.PROGRESS, topics.OVERFLOW)
-#: The DLQ handler's ledger of the dead letters it left on the DLQ (``connectors/dlqhandler.py``)
+#: The DLQ handler's ledger of the dead letters it left on the DLQ (``connectors/dlqledger.py``)
 LEDGER = topics.DLQ + ".ignored"
 
 

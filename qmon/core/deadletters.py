@@ -7,7 +7,7 @@ PutApplName).  A record on the DLQ that is not a DeadLetter has none of them and
 ones, so a record is never left out of a total.
 
 For the report, each record also has a *status* that says where the DLQ handler is with it, from the
-handler's committed offsets and its ledger (``<dlq>.ignored``, see ``connectors/dlqhandler.py``):
+handler's committed offsets and its ledger (``<dlq>.ignored``, see ``connectors/dlqledger.py``):
 
 * ``unread``: after the handler's committed offset (or the handler has never run);
 * ``waiting``: read, and in the ledger waiting for its next attempt;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qmon.app import cli
+from qmon.app.commands.mqsc import commands_read
 from qmon.streaming import job
 from qmon.streaming.units import CheckpointError
 
@@ -36,4 +37,4 @@ def test_other_failures_are_not_taken_for_checkpoint_errors(monkeypatch):
     ],
 )
 def test_qmon_mqsc_sums_up_as_runmqsc_does(n, failed, text):
-    assert cli.commands_read(n, failed) == text
+    assert commands_read(n, failed) == text

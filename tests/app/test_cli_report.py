@@ -9,6 +9,7 @@ import pytest
 
 from qmon.app import cli
 from qmon.app import report as render
+from qmon.app.commands import report as report_command
 from qmon.connectors import reportreader
 from tests.core.test_service_report import report as recorded
 
@@ -58,7 +59,7 @@ def test_json_csv_and_html(reads, tmp_path, capsys):
 
 
 def test_an_until_after_now_is_now(reads, monkeypatch):
-    monkeypatch.setattr(cli.time, "time", lambda: 1_736_500_000.0)  # 2025-01-10T09:06:40Z
+    monkeypatch.setattr(report_command.time, "time", lambda: 1_736_500_000.0)  # 2025-01-10T09:06:40Z
     assert cli.main(["report", "--bootstrap", "b:9092", "--since", "1h", "--until", "2030-01-01"]) == 0
     assert (reads[0]["since_ms"], reads[0]["until_ms"]) == (1_736_496_400_000, 1_736_500_000_000)
 
@@ -93,7 +94,7 @@ def test_options_that_do_not_go_together_stop_it_with_status_2(reads, argv, said
 
 
 def test_html_without_matplotlib_says_how_to_install_it(reads, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(cli, "_has_matplotlib", lambda: False)
+    monkeypatch.setattr(report_command, "_has_matplotlib", lambda: False)
     page = tmp_path / "r.html"
     assert cli.main(["report", "--bootstrap", "localhost:1", "--since", "7d", "--html", str(page)]) == 2
     err = capsys.readouterr().err

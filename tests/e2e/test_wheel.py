@@ -58,6 +58,8 @@ def test_the_wheel_holds_one_package_with_its_schemas_and_samples(wheel: Path) -
     assert "qmon/avro/ControlCommand.avsc" in names and "qmon/avro/QueueActivity.avsc" in names
     assert "qmon/samples/demo.yaml" in names and "qmon/samples/ims/CQSSG000" in names
     assert "qmon/streaming/pipeline.py" in names and "qmon/connectors/avro.py" in names
+    # the packages pyproject.toml lists
+    assert "qmon/app/commands/options.py" in names and "qmon/core/config/model.py" in names
 
 
 def test_the_path_to_give_spark_submit_is_printed(capsys):

@@ -90,7 +90,7 @@ def test_a_file_that_is_not_an_export_is_refused_naming_the_line_and_nothing_is_
 
     import pytest
 
-    from qmon.app.state import cmd_state_import
+    from qmon.app.commands.state import cmd_state_import
     from qmon.core.config import Config
     from qmon.streaming.state_export import ExportError, read_lines
 

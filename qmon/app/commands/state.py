@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qmon.app.commands import options
+
 
 def cmd_state_export(args: argparse.Namespace, config: Any) -> int:
     from qmon.streaming.spark import session
@@ -71,6 +73,14 @@ def cmd_state_import(args: argparse.Namespace, config: Any, bootstrap: str, fram
         file=sys.stderr,
     )
     return 0 if n == len(rows) else 1
+
+
+def cmd_state(verb: str, args: argparse.Namespace) -> int:
+    """``qmon state export`` / ``qmon state import``, with the configuration the options name."""
+    config = options.config(args)
+    if verb == "export":
+        return cmd_state_export(args, config)
+    return cmd_state_import(args, config, options.bootstrap(args, config), options.framing(config))
 
 
 def add_parser(sub: Any, common: Callable[..., None], run: Callable[..., int]) -> None:

@@ -1,0 +1,1 @@
+"""The ``qmon`` subcommands, a module for each concern; ``qmon.app.cli`` parses the command line and calls them."""

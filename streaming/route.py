@@ -226,7 +226,7 @@ def route(
     one = F.array(command(name_shard, F.lit(True), qsg=group))
     # DEFINE and ALTER QLOCAL: a copy for every shard (each keeps every queue's definition), the queue's replying
     definition = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == name_shard, qsg=group))
-    # every shard replies with its part, told which one in the command id (qmon.core.mqsc.split_part)
+    # every shard replies with its part, told which one in the command id (qmon.core.mqsc_parts.split_part)
     parts = F.transform(
         F.sequence(F.lit(0), F.lit(buckets - 1)),
         lambda b: command(

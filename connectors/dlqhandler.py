@@ -184,6 +184,10 @@ class Handler:
         return False
 
     def _apply(self, outcome: Outcome, dl: dict[str, Any], key: bytes | None, value: bytes, where: str) -> None:
+        """Carry out a final ``outcome`` (not IGNORE) in the open transaction: RETRY and FWD produce the record to
+        their topic; DISCARD produces nothing, and the offsets committed with the transaction remove it."""
+        if outcome.action == "DISCARD":
+            return
         assert outcome.topic is not None  # RETRY and FWD name their topic
         headers: list[tuple[str, str | bytes | None]] = [
             ("qmon.dlq.source", where.encode()),

@@ -293,12 +293,14 @@ def test_a_retry_to_a_missing_topic_does_not_delay_a_later_record_a_fwd_rule_han
         [
             (dlq, b"first", dead_letter("QMON_INVALID_FIELD", gone, put_ms, b"waits")),
             (dlq, b"later", dead_letter("QMON_UNDECODABLE", f"{prefix}.activity", put_ms, b"forwarded")),
+            (dlq, b"dropped", dead_letter("QMON_MISSING_FIELD", f"{prefix}.activity", put_ms, b"discarded")),
         ],
     )
     table = parse_rules(
         f"INPUTQ({dlq}) RETRYINT({retryint}) WAIT(YES)\n"
         f"REASON(QMON_INVALID_FIELD) ACTION(RETRY) RETRY(5)\n"
         f"REASON(QMON_UNDECODABLE) ACTION(FWD) FWDQ({fwd}) HEADER(NO)\n"
+        f"REASON(QMON_MISSING_FIELD) ACTION(DISCARD)\n"
     )
     lines: list[str] = []
     handler = Handler(kafka_bootstrap, table, prefix=prefix, group=group, printer=lines.append)
@@ -325,8 +327,9 @@ def test_a_retry_to_a_missing_topic_does_not_delay_a_later_record_a_fwd_rule_han
     assert not thread.is_alive(), "the handler did not stop within 30 s of being asked"
     assert "error" not in result, result.get("error")
     totals = result["totals"]
-    assert (totals.processed, totals.forwarded, totals.retried) == (1, 1, 0), lines
+    assert (totals.processed, totals.forwarded, totals.retried, totals.discarded) == (2, 1, 0, 1), lines
     assert "1 waiting for a retry" in lines[-1], lines
+    assert "0/2" not in ledger_entries(kafka_bootstrap, dlq)  # DISCARD: done with, no ledger entry
     # the waiting record is in the ledger, so the committed offset could move past it: nothing is lost on a crash
     entry = ledger_entries(kafka_bootstrap, dlq)["0/0"]
     assert entry["state"] == "waiting" and entry["due"] >= put_ms + retryint * 1000 - 1, entry
@@ -334,7 +337,7 @@ def test_a_retry_to_a_missing_topic_does_not_delay_a_later_record_a_fwd_rule_han
 
     c = Consumer(client_config(kafka_bootstrap, **{"group.id": group, "enable.auto.commit": False}))
     try:
-        assert c.committed([TopicPartition(dlq, 0)], timeout=10)[0].offset == 2
+        assert c.committed([TopicPartition(dlq, 0)], timeout=10)[0].offset == 3
     finally:
         c.close()
 

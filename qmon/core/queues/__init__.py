@@ -41,9 +41,9 @@ State is made of plain dicts and lists only, so that it pickles compactly and
 survives code changes that do not change its shape.
 """
 
-from qmon.core.queues.base import REASON_NAMES
 from qmon.core.queues.monitor import QueueMonitor, command_reply
 from qmon.core.queues.settings import MQ_DEFAULTS, MonitorSettings, QueueDefaults
+from qmon.core.queues.shard import REASON_NAMES
 from qmon.core.queues.state import STATE_VERSION, QueueState, ShardState
 
 __all__ = [

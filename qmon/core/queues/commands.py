@@ -10,14 +10,19 @@ from qmon.core.ids import event_id
 from qmon.core.interest import listing, work_available
 from qmon.core.interest import matches as _interest_match
 from qmon.core.mqsc import LIKE, QSGDISP, Command, canonical, split_part
-from qmon.core.queues.base import ShardBase
 from qmon.core.queues.display import not_found, qmgr_details, queue_details, queue_status
+from qmon.core.queues.shard import Shard
 from qmon.core.queues.state import QueueState
 from qmon.core.records import Emit
 
 
-class Commands(ShardBase):
-    """How a shard answers MQSC."""
+class Commands:
+    """How a shard answers MQSC: the commands it applies (``on_command``), the queues' definitions (``definition``,
+    ``define``) and what DISPLAY shows of them (``display_blocks``)."""
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        self.settings = shard.settings
 
     def on_command(
         self,
@@ -34,17 +39,18 @@ class Commands(ShardBase):
         own shard is its queue manager's.  A DEFINE or ALTER QLOCAL of a queue another shard holds (``own``
         false: the job gives every shard a copy) keeps only its definition (``define``).  ``like``: the
         attributes of the queue a ``LIKE`` names, when the caller found them (else this shard's ``definition``)."""
-        qmgr = member or self.qmgr
+        shard = self.shard
+        qmgr = member or shard.qmgr
         ok, message = True, ""
         if cmd.verb == "DISPLAY":
             return self._display(cmd, ts, command_id, qmgr) if reply else []
         if cmd.obj == "QMGR" and cmd.verb == "ALTER":
             if "PERFMEV" in cmd.attrs:
-                if self.qsg is None:
-                    self.state["perfmev"] = cmd.attrs["PERFMEV"]
+                if shard.qsg is None:
+                    shard.state["perfmev"] = cmd.attrs["PERFMEV"]
                 else:  # a member's: its operations on the shared queues follow it
-                    self.state.setdefault("member_perfmev", {})[qmgr] = cmd.attrs["PERFMEV"]
-                self._touch_all()  # every queue's stall deadline depends on it
+                    shard.state.setdefault("member_perfmev", {})[qmgr] = cmd.attrs["PERFMEV"]
+                shard.touch_all()  # every queue's stall deadline depends on it
             message = f"AMQ8005I: IBM MQ queue manager {qmgr} changed."
         elif cmd.obj == "QMGR" and cmd.verb == "PING":
             message = "AMQ8415I: Ping IBM MQ Queue Manager command complete."
@@ -60,17 +66,17 @@ class Commands(ShardBase):
                         f"AMQ8147E: IBM MQ object {cmd.attrs[LIKE]} not found (qmon holds no definition of it: no "
                         "DEFINE or ALTER QLOCAL of it, and no queues[] entry matches its name)."
                     )
-            held = self.state.get("defs", {}).get(name)
+            held = shard.state.get("defs", {}).get(name)
             again = cmd.verb == "DEFINE" and not cmd.attrs.get("REPLACE")
             if not own:  # another shard's queue: its definition, as its own shard keeps it
                 if not refused and not (again and held is not None and held["defined"]):
                     self.define(name, cmd.verb, given, like)
                 return []
-            known = name in self.queues
+            known = name in shard.queues
             if refused:
                 ok, message = False, refused
             elif cmd.verb == "DEFINE":
-                q = self._queue(name, ts)
+                q = shard.queue(name, ts)
                 if again and (q["defined"] or (held is not None and held["defined"])):
                     ok = False
                     message = f"AMQ8150E: IBM MQ object {name} already exists (use REPLACE to redefine it)."
@@ -80,16 +86,16 @@ class Commands(ShardBase):
                     self.define(name, "DEFINE", given, like)
                     message = f"AMQ8006I: IBM MQ queue {name} created."
             else:
-                q = self._queue(name, ts)
+                q = shard.queue(name, ts)
                 q["attrs"].update(given)
                 self.define(name, "ALTER", given, None)
                 message = f"AMQ8008I: IBM MQ queue {name} changed."
                 if not known:
                     message += " (qmon has seen no activity for it yet; the attributes apply when it has.)"
-            if ok and self.qsg is not None:
-                message += f" It is a shared queue of queue-sharing group {self.qsg}."
+            if ok and shard.qsg is not None:
+                message += f" It is a shared queue of queue-sharing group {shard.qsg}."
         elif cmd.obj == "INTEREST":
-            if self.qsg is not None:
+            if shard.qsg is not None:
                 return []  # registrations are each member's own (its shards hold them), not the group's
             return self._interest(cmd, ts, command_id, reply)
         elif cmd.obj == "QSTATS":
@@ -97,9 +103,9 @@ class Commands(ShardBase):
             assert name is not None
             if cmd.generic:
                 return self._reset_qstats_generic(cmd, ts, command_id, reply)
-            q = self._queue(name, ts)
+            q = shard.queue(name, ts)
             message = self._qstats_detail(name, q, ts)
-            self._reset_stats(q, ts)
+            shard.reset_stats(q, ts)
         else:
             ok, message = False, f"{cmd.verb} {cmd.obj} is not handled by the queue monitor."
         if ignored := cmd.ignored:
@@ -114,12 +120,13 @@ class Commands(ShardBase):
         and QSGDISP(SHARED) of a name that can be shared there too (``queue_sharing_group``); so the group's
         monitor takes QSGDISP(SHARED) or none, and QSGDISP(SHARED) reaches a queue manager's own monitor only
         when it is a member of no group."""
-        if self.qsg is not None and disp not in (None, "SHARED"):
+        shard = self.shard
+        if shard.qsg is not None and disp not in (None, "SHARED"):
             return (
-                f"QSGDISP({disp}): {name} is a shared queue of queue-sharing group {self.qsg}, and qmon keeps no "
+                f"QSGDISP({disp}): {name} is a shared queue of queue-sharing group {shard.qsg}, and qmon keeps no "
                 f"queue of {qmgr} alone beside it; give QSGDISP(SHARED) or no QSGDISP."
             )
-        if self.qsg is None and disp == "SHARED":
+        if shard.qsg is None and disp == "SHARED":
             return (
                 f"QSGDISP(SHARED): {qmgr} is a member of no queue-sharing group in qmon's configuration; declare its "
                 f"group under qsgs for the members' puts and gets of {name} to reach one queue."
@@ -130,7 +137,7 @@ class Commands(ShardBase):
         """The attributes queue ``name`` is defined with, as ``LIKE(name)`` copies them: those the configuration
         gives its name, then those every DEFINE and ALTER QLOCAL of it gave (not the ones its events switched
         since); None when neither names it."""
-        held = self.state.get("defs", {}).get(name)
+        held = self.shard.state.get("defs", {}).get(name)
         if held is not None:
             return dict(held["attrs"])
         if any(rule.matches(name) for rule in self.settings.queue_defaults):
@@ -140,7 +147,7 @@ class Commands(ShardBase):
     def define(self, name: str, verb: str, given: dict[str, Any], like: dict[str, Any] | None) -> None:
         """Keep queue ``name``'s definition (``defs``): a DEFINE's replaces it, over the attributes of the queue
         it is LIKE or the configuration's; an ALTER's changes it."""
-        defs = self.state.setdefault("defs", {})
+        defs = self.shard.state.setdefault("defs", {})
         if verb == "DEFINE":
             base = like if like is not None else self.settings.attrs_for(name)
             defs[name] = {"defined": True, "attrs": {**base, **given}}
@@ -150,13 +157,14 @@ class Commands(ShardBase):
 
     def _display(self, cmd: Command, ts: int, command_id: str, qmgr: str) -> list[Emit]:
         """DISPLAY QMGR, and DISPLAY QLOCAL or QSTATUS of one queue or (in parts) of a generic name."""
+        shard = self.shard
         if cmd.obj == "QMGR":
-            perfmev = self.perfmev if self.qsg is None else self.member_perfmev(qmgr)
+            perfmev = shard.perfmev if shard.qsg is None else shard.member_perfmev(qmgr)
             return [command_reply(command_id, qmgr, ts, True, qmgr_details(cmd, qmgr, perfmev))]
         assert cmd.name is not None
         if cmd.generic:
             return [display_reply(cmd, self.display_blocks(cmd, ts), command_id, qmgr, ts)]
-        q = self.queues.get(cmd.name)
+        q = shard.queues.get(cmd.name)
         if q is None:
             return [command_reply(command_id, qmgr, ts, False, not_found(cmd.name))]
         return [command_reply(command_id, qmgr, ts, True, self._block(cmd, cmd.name, q, ts))]
@@ -165,20 +173,21 @@ class Commands(ShardBase):
         """(name, what DISPLAY shows) of every queue of this monitor that ``cmd``'s generic name matches."""
         assert cmd.name is not None
         prefix = cmd.name[:-1]
-        names = sorted(n for n in self.queues if n.startswith(prefix))
-        return [(n, self._block(cmd, n, self.queues[n], ts)) for n in names]
+        names = sorted(n for n in self.shard.queues if n.startswith(prefix))
+        return [(n, self._block(cmd, n, self.shard.queues[n], ts)) for n in names]
 
     def _block(self, cmd: Command, name: str, q: QueueState, ts: int) -> str:
         if cmd.obj == "QLOCAL":
-            return queue_details(cmd, name, q, self.qsg is not None)
+            return queue_details(cmd, name, q, self.shard.qsg is not None)
         return queue_status(cmd, name, q, ts)
 
     def _interest(self, cmd: Command, ts: int, command_id: str, reply: bool) -> list[Emit]:
         """REGISTER / DEREGISTER INTEREST.  Every shard receives every interest command and holds all
         registrations; each tells of work on its own queues, shard 0 replies (``reply``)."""
+        shard = self.shard
         pattern, client = cmd.name, cmd.attrs["CLIENT"]
         assert pattern is not None
-        registry = self.interest
+        registry = shard.interest
         out: list[Emit] = []
         if cmd.verb == "REGISTER":
             ok = True
@@ -186,15 +195,15 @@ class Commands(ShardBase):
                 message = f"client {client} registered interest in {pattern}."
                 # work already there: one WorkAvailable per queue of this shard it covers, unless
                 # another registration of the client covers the queue (it has been told already)
-                names = sorted(self.queues) if pattern.endswith("*") else [pattern] if pattern in self.queues else []
+                names = sorted(shard.queues) if pattern.endswith("*") else [pattern] if pattern in shard.queues else []
                 for name in names:
-                    q = self.queues[name]
+                    q = shard.queues[name]
                     if (
                         q["depth"] > 0
                         and _interest_match(pattern, name)
                         and not registry.covered_otherwise(client, name, pattern)
                     ):
-                        out.append(Emit(*work_available(self.qmgr, name, client, q["depth"], ts, command_id)))
+                        out.append(Emit(*work_available(shard.qmgr, name, client, q["depth"], ts, command_id)))
                 if reply:
                     message += registry.lterm_warning(pattern, client)
             else:
@@ -217,7 +226,7 @@ class Commands(ShardBase):
                 else f"client {client} has no interest registered in {pattern}."
             )
         if reply:
-            out.append(command_reply(command_id, self.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
+            out.append(command_reply(command_id, shard.qmgr, ts, ok, f"{canonical(cmd)}: {message}"))
         return out
 
     @staticmethod
@@ -235,14 +244,15 @@ class Commands(ShardBase):
         shard with the shard's part in the command id (``k/N``, ``qmon.core.mqsc.split_part``) and each
         replies with its part: the reply says ``part k of N`` and has an event_id of its own.  The
         pure reference (one monitor, no parts) and a single shard give one reply listing them all."""
+        shard = self.shard
         assert cmd.name is not None
         command_id, part, parts = split_part(command_id)
         prefix = cmd.name[:-1]
         lines = []
-        for name in sorted(n for n in self.queues if n.startswith(prefix)):
-            q = self.queues[name]
+        for name in sorted(n for n in shard.queues if n.startswith(prefix)):
+            q = shard.queues[name]
             lines.append(self._qstats_detail(name, q, ts))
-            self._reset_stats(q, ts)
+            shard.reset_stats(q, ts)
         if not reply:
             return []
         where = f"part {part} of {parts}: " if parts > 1 else ""
@@ -252,7 +262,7 @@ class Commands(ShardBase):
         else:
             found = "no matching queue in this part." if parts > 1 else f"no queue matches {cmd.name}; nothing reset."
             message = f"{canonical(cmd)}: {where}{found}"
-        out = command_reply(command_id, self.qmgr, ts, True, message)
+        out = command_reply(command_id, shard.qmgr, ts, True, message)
         if parts > 1:  # each part its own record, so consumers dropping duplicates keep them all
             out.record["event_id"] = event_id("reply", command_id, "part", part, parts)
         return [out]

@@ -20,7 +20,7 @@ import logging
 from qmon.core import topics
 from qmon.core.forecaster import Decision, Forecaster, Target, start
 from qmon.core.ids import event_id
-from qmon.core.queues.base import ShardBase
+from qmon.core.queues.shard import Shard
 from qmon.core.queues.state import QueueState
 from qmon.core.reasons import MQRC_Q_FULL
 from qmon.core.records import Activity, Emit, SubjectKind, alert, iso, minutes, plural, within
@@ -28,20 +28,26 @@ from qmon.core.records import Activity, Emit, SubjectKind, alert, iso, minutes, 
 logger = logging.getLogger(__name__)
 
 
-class FillForecast(ShardBase):
-    """The fill forecasts of a shard's queues."""
+class FillForecast:
+    """The fill forecasts of a shard's queues: the samples due before a record (``catch_up``), the episodes a
+    record ends (``on_activity``), and while one fires, the arrival-clock deadline of the next sample (``due``,
+    ``on_clock``)."""
 
-    def _forecast_targets(self, q: QueueState) -> list[Target]:
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        self.settings = shard.settings
+
+    def _targets(self, q: QueueState) -> list[Target]:
         a, depth = q["attrs"], q["depth"]
         maxdepth, out = a["MAXDEPTH"], []
         if depth < maxdepth:
             out.append(Target("MAXDEPTH", 0, maxdepth))
         high = -(-a["QDEPTHHI"] * maxdepth // 100)  # the least depth at or above QDEPTHHI %
-        if self._perfmev(q) == "ENABLED" and a["QDPHIEV"] and depth < high:
+        if self.shard.perfmev_of(q) == "ENABLED" and a["QDPHIEV"] and depth < high:
             out.append(Target("QDEPTHHI", 0, high))
         return out
 
-    def _forecast(self, queue: str, q: QueueState, ts: int, source: str) -> list[Emit]:
+    def catch_up(self, queue: str, q: QueueState, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged; the forecasts
         started, or stopped, as the settings say."""
         settings, fc = self.settings.forecast, q["fc"]
@@ -50,20 +56,17 @@ class FillForecast(ShardBase):
         out: list[Emit] = []
         if fc is not None and fc["step"] != settings.step_ms:
             out = [
-                self._forecast_record(queue, q, d, source)
-                for d in Forecaster(settings, fc, (self.qmgr, queue)).close(ts)
+                self._record(queue, q, d, source) for d in Forecaster(settings, fc, (self.shard.qmgr, queue)).close(ts)
             ]
             fc = q["fc"] = None
         if fc is None and settings.step_ms:
             fc = q["fc"] = start(settings, ts, 1)
         if fc is not None:
-            decisions = Forecaster(settings, fc, (self.qmgr, queue)).advance(
-                ts, [q["depth"]], self._forecast_targets(q)
-            )
-            out.extend(self._forecast_record(queue, q, d, f"forecast:{d.key}@{d.at}") for d in decisions)
+            decisions = Forecaster(settings, fc, (self.shard.qmgr, queue)).advance(ts, [q["depth"]], self._targets(q))
+            out.extend(self._record(queue, q, d, f"forecast:{d.key}@{d.at}") for d in decisions)
         return out
 
-    def _forecast_reached(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
+    def on_activity(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
         """After ``rec``: FIRING forecasts whose threshold it reached, or that no longer apply, resolve; while one
         fires, the queue keeps its newest [event time, arrival clock] for its timer."""
         fc = q["fc"]
@@ -74,20 +77,20 @@ class FillForecast(ShardBase):
             "MAXDEPTH": depth >= a["MAXDEPTH"] or (rec.op == "PUT" and rec.reason == MQRC_Q_FULL),
             "QDEPTHHI": depth * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"],
         }
-        active = {t.key for t in self._forecast_targets(q)}
-        forecaster = Forecaster(self.settings.forecast, fc, (self.qmgr, rec.queue))
+        active = {t.key for t in self._targets(q)}
+        forecaster = Forecaster(self.settings.forecast, fc, (self.shard.qmgr, rec.queue))
         for key in sorted(fc["on"]):
             if reached[key] or key not in active:
                 decision = forecaster.reached(key, rec.ts, "reached" if reached[key] else "gone")
                 if decision is not None:
-                    out.append(self._forecast_record(rec.queue, q, decision, f"{rec.event_id}:{key}"))
+                    out.append(self._record(rec.queue, q, decision, f"{rec.event_id}:{key}"))
         if fc["on"]:
             fc["clk"] = [rec.ts, clock]
         else:
             fc.pop("clk", None)
         return out
 
-    def _forecast_due(self, q: QueueState) -> int | None:
+    def due(self, q: QueueState) -> int | None:
         """The arrival-clock time of the queue's next sample while a forecast fires (its timer), else None."""
         fc = q["fc"]
         if fc is None or not fc["on"] or "clk" not in fc:
@@ -95,21 +98,21 @@ class FillForecast(ShardBase):
         ts, clock = fc["clk"]
         return clock + max(0, fc["at"] - ts)
 
-    def _forecast_on_clock(self, queue: str, q: QueueState, clock: int) -> list[Emit]:
+    def on_clock(self, queue: str, q: QueueState, clock: int) -> list[Emit]:
         """The arrival clock reached ``clock``: while a forecast fires, the queue's samples due by the matching
         event time are taken and judged (a quiet queue's depth stays as it is)."""
         fc = q["fc"]
-        if self._forecast_due(q) is None or fc is None:
+        if self.due(q) is None or fc is None:
             return []
         ts, at = fc["clk"]
-        out = self._forecast(queue, q, ts + (clock - at), f"clock@{clock}")
+        out = self.catch_up(queue, q, ts + (clock - at), f"clock@{clock}")
         if q["fc"] is not None and not q["fc"]["on"]:
             q["fc"].pop("clk", None)
         return out
 
     # ---------------------------------------------------------------- the records
 
-    def _forecast_record(self, queue: str, q: QueueState, d: Decision, source: str) -> Emit:
+    def _record(self, queue: str, q: QueueState, d: Decision, source: str) -> Emit:
         a, depth = q["attrs"], q["depth"]
         if d.key == "MAXDEPTH":
             goal = f"MAXDEPTH {a['MAXDEPTH']}"
@@ -119,13 +122,14 @@ class FillForecast(ShardBase):
             goal = f"QDEPTHHI {a['QDEPTHHI']} % ({plural(-(-a['QDEPTHHI'] * a['MAXDEPTH'] // 100), 'message')})"
             then = "when MQ raises a Queue Depth High event (MQRC_Q_DEPTH_HIGH, 2224)"
             takes_over = "the Queue Depth High event (QDEPTH_HIGH) takes over"
-        holds = f"{self._about(queue)} holds {plural(depth, 'message')}"
-        qmgr, qsg = self._named(q)
+        shard = self.shard
+        holds = f"{shard.about(queue)} holds {plural(depth, 'message')}"
+        qmgr, qsg = shard.named(q)
         message, eta = None, None
         if d.state == "FIRING":
             assert d.trend is not None and d.eta is not None
             rate = _per_minute(d.trend.per_minute)
-            where = f"on {self.qmgr}" if qsg is None else f"of {qsg}"
+            where = f"on {shard.qmgr}" if qsg is None else f"of {qsg}"
             message = f"{queue} {where} reaches {goal} {within(d.eta - d.at)} at {rate} a minute"
             summary = (
                 f"{holds} and has been growing {rate} a minute over the last "
@@ -153,7 +157,7 @@ class FillForecast(ShardBase):
                 )
             summary, action, severity = f"{holds}: {why}", "None.", "INFO"
         record = alert(
-            event_id("queue-forecast", self.qmgr, queue, d.state, d.key, source),
+            event_id("queue-forecast", shard.qmgr, queue, d.state, d.key, source),
             "QUEUE_FILL_FORECAST",
             d.state,
             d.alert_id,
@@ -169,7 +173,7 @@ class FillForecast(ShardBase):
             action=action,
             eta=eta,
         )
-        return Emit(topics.ALERTS, f"{self.qmgr}/{queue}", record)
+        return Emit(topics.ALERTS, f"{shard.qmgr}/{queue}", record)
 
     def _gone(self, key: str) -> str:
         if not self.settings.forecast.step_ms:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from qmon.core.lazy import live
-from qmon.core.queues.base import ShardBase
+from qmon.core.queues.shard import Shard
+from qmon.core.queues.snapshot import Snapshots
 from qmon.core.queues.state import QueueState
 
 
-class Retention(ShardBase):
-    """What a shard may forget."""
+class Retention:
+    """What a shard may forget (``forgettable``), and forgetting it (``expire``), which its next snapshot tells
+    (``snapshots``)."""
+
+    def __init__(self, shard: Shard, snapshots: Snapshots):
+        self.shard = shard
+        self.settings = shard.settings
+        self.snapshots = snapshots
 
     def forgettable(self, name: str, q: QueueState) -> bool:
         """Only an empty queue with the settings it would get anew (not DEFINEd, not ALTERed, no High/OK
@@ -25,16 +32,15 @@ class Retention(ShardBase):
 
     def expire(self, now_ts: int, ttl_ms: int) -> list[str]:
         """Forget idle queues (no activity for ``ttl_ms`` of event time) that are ``forgettable``."""
-        used = live(self.queues)
+        queues, index = self.shard.queues, self.shard.index
+        used = live(queues)
         gone = [n for n, q in used.items() if now_ts - q["last_ts"] > ttl_ms and self.forgettable(n, q)]
         gone.extend(
-            n for n, (last_ts, _, idle) in self.index.items() if idle and now_ts - last_ts > ttl_ms and n not in used
+            n for n, (last_ts, _, idle) in index.items() if idle and now_ts - last_ts > ttl_ms and n not in used
         )
         for n in sorted(gone):
-            del self.queues[n]
-            self.index.pop(n, None)
-        if gone and self.settings.snapshot_interval_ms > 0:  # the exporter drops their series
-            snap = self._snap()
-            snap["gone"] = sorted(set(snap["gone"]).union(gone))
-            snap["dirty"] = [n for n in snap["dirty"] if n not in gone]
+            del queues[n]
+            index.pop(n, None)
+        if gone:
+            self.snapshots.forget(gone)
         return sorted(gone)

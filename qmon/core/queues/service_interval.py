@@ -4,7 +4,8 @@ service interval events*; *Queue depth events*).  Pure."""
 
 from __future__ import annotations
 
-from qmon.core.queues.base import ShardBase
+from qmon.core.queues.shard import Shard
+from qmon.core.queues.stall import StallAlert
 from qmon.core.queues.state import QueueState
 from qmon.core.queues.status import on_get, on_put, recount
 from qmon.core.reasons import (
@@ -13,14 +14,20 @@ from qmon.core.reasons import (
 from qmon.core.records import Activity, Emit
 
 
-class ServiceInterval(ShardBase):
-    """How a shard applies puts, gets and STARTs."""
+class ServiceInterval:
+    """How a shard applies puts, gets and STARTs to its queues' depth, service timer and statistics, with the
+    events they raise; a START, and a get while a stall fires, tell the stall alert (``stall``)."""
 
-    def _service_interval(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
+    def __init__(self, shard: Shard, stall: StallAlert):
+        self.shard = shard
+        self.stall = stall
+
+    def on_activity(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
         """The service timer, statistics and performance events of ``rec`` on its queue ``q`` (``clock``: its
         arrival clock, or its ts)."""
         out: list[Emit] = []
-        enabled = self._perfmev(q) == "ENABLED"
+        shard = self.shard
+        enabled = shard.perfmev_of(q) == "ENABLED"
         a = q["attrs"]
         if rec.op == "START":
             was_empty = q["depth"] == 0
@@ -29,16 +36,16 @@ class ServiceInterval(ShardBase):
                     recount(q, q["depth"], max(0, rec.depth_after))
                 q["depth"] = max(0, rec.depth_after)
             if was_empty and q["depth"] > 0:
-                out.extend(self._notify(rec.queue, q["depth"], rec.ts, rec.event_id))
+                out.extend(shard.notify(rec.queue, q["depth"], rec.ts, rec.event_id))
             q["svc_timer_start"] = rec.ts if q["depth"] > 0 else None
             q["svc_timer_clock"] = clock if q["depth"] > 0 else None
-            self._reset_stats(q, rec.ts)
-            out.extend(self._resolve_stall(rec.queue, q, rec.ts, "the queue manager restarted"))
+            shard.reset_stats(q, rec.ts)
+            out.extend(self.stall.resolve(rec.queue, q, rec.ts, "the queue manager restarted"))
             return out
         if rec.reason is not None:
             # A failed operation changes no depth and drives no service timer.
             if rec.op == "PUT" and rec.reason == MQRC_Q_FULL and enabled and a["QDPMAXEV"]:
-                out.append(self._event(q, rec.queue, "Q_FULL", rec.ts, rec.event_id))
+                out.append(shard.event(q, rec.queue, "Q_FULL", rec.ts, rec.event_id))
                 a["QDPMAXEV"] = False
                 a["QDPLOEV"] = True
             return out
@@ -61,14 +68,14 @@ class ServiceInterval(ShardBase):
             if before > 0 and q["svc_timer_start"] is not None and enabled and a["QSVCIEV"] == "HIGH":
                 elapsed = rec.ts - q["svc_timer_start"]
                 if elapsed > a["QSVCINT"]:
-                    out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
+                    out.append(shard.event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
                     a["QSVCIEV"] = "OK"
             if before == 0:
                 q["svc_timer_start"] = rec.ts
                 q["svc_timer_clock"] = clock
-                out.extend(self._notify(rec.queue, after, rec.ts, rec.event_id))
+                out.extend(shard.notify(rec.queue, after, rec.ts, rec.event_id))
             if enabled and a["QDPHIEV"] and after * 100 >= a["QDEPTHHI"] * a["MAXDEPTH"]:
-                out.append(self._event(q, rec.queue, "QDEPTH_HIGH", rec.ts, rec.event_id))
+                out.append(shard.event(q, rec.queue, "QDEPTH_HIGH", rec.ts, rec.event_id))
                 a["QDPHIEV"] = False
                 a["QDPLOEV"] = True
                 a["QDPMAXEV"] = True
@@ -84,10 +91,10 @@ class ServiceInterval(ShardBase):
         if before > 0 and q["svc_timer_start"] is not None and enabled:
             elapsed = rec.ts - q["svc_timer_start"]
             if elapsed > a["QSVCINT"] and a["QSVCIEV"] == "HIGH":
-                out.append(self._event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
+                out.append(shard.event(q, rec.queue, "QSVCINT_HIGH", rec.ts, rec.event_id, elapsed))
                 a["QSVCIEV"] = "OK"
             elif elapsed <= a["QSVCINT"] and a["QSVCIEV"] == "OK":
-                out.append(self._event(q, rec.queue, "QSVCINT_OK", rec.ts, rec.event_id, elapsed))
+                out.append(shard.event(q, rec.queue, "QSVCINT_OK", rec.ts, rec.event_id, elapsed))
                 a["QSVCIEV"] = "HIGH"
         if after > 0:
             q["svc_timer_start"] = rec.ts
@@ -96,14 +103,10 @@ class ServiceInterval(ShardBase):
             q["svc_timer_start"] = None
             q["svc_timer_clock"] = None
         if enabled and a["QDPLOEV"] and after * 100 <= a["QDEPTHLO"] * a["MAXDEPTH"]:
-            out.append(self._event(q, rec.queue, "QDEPTH_LOW", rec.ts, rec.event_id))
+            out.append(shard.event(q, rec.queue, "QDEPTH_LOW", rec.ts, rec.event_id))
             a["QDPLOEV"] = False
             a["QDPHIEV"] = True
             a["QDPMAXEV"] = True
         if q["stall_alert_id"] is not None:
-            if not served:
-                q["stall_ok"] = None  # a late get: still not served in time
-            elif q.get("stall_ok") is None:
-                q["stall_ok"] = [rec.ts, clock]  # served in time from now: resolved if it lasts the hold
-            out.extend(self._resolve_or_relapse_stall(rec.queue, q, rec.ts))
+            out.extend(self.stall.served(rec.queue, q, rec.ts, clock, served))
         return out

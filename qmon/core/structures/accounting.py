@@ -7,13 +7,23 @@ from __future__ import annotations
 from qmon.core.ids import event_id
 from qmon.core.message_runs import push_size, take_size
 from qmon.core.records import Activity, Emit
-from qmon.core.structures.base import StructureBase
 from qmon.core.structures.data_elements import at_or_above, elements, staging_queue, usage_pct
+from qmon.core.structures.full import FullMonitoring
+from qmon.core.structures.overflow import AlterAndOverflow
 from qmon.core.structures.state import StructureQueueState
+from qmon.core.structures.structure import Structure
 
 
-class DataElements(StructureBase):
-    """The accounting of ``StructureMonitor``, with its checks after each put."""
+class DataElements:
+    """The accounting of a structure's data elements: a put (``put``) and a get (``get``), each followed by the
+    checks of the overflow function (``overflow``) and of full monitoring (``full``)."""
+
+    def __init__(self, structure: Structure, overflow: AlterAndOverflow, full: FullMonitoring):
+        self.structure = structure
+        self.definition = structure.definition
+        self.state = structure.state
+        self.overflow = overflow
+        self.full = full
 
     def _split(self, queue: str, nbytes: int | None) -> list[tuple[str, int]]:
         """(queue, elements) parts of a message: long messages to 1/5 queues spill to staging."""
@@ -27,36 +37,37 @@ class DataElements(StructureBase):
         q = self.state["queues"].get(queue)
         return bool(q and q["ovf"] and self.definition and self.definition.ovflwstr)
 
-    def _put(self, rec: Activity) -> list[Emit]:
-        d, st = self.definition, self.state
+    def put(self, rec: Activity) -> list[Emit]:
+        """A put: its message's elements taken, or the put rejected; then OVFLWMAX, near full and the holds."""
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
         out: list[Emit] = []
-        q = self._q(rec.queue)
+        q = s.queue(rec.queue)
         # no overflow structure: puts to approved queues are rejected (IMS, *CQS structure overflow function*)
         if q["ovf"] and not d.ovflwstr:
             st["rejected"] += 1
             if not q["rej"]:
                 q["rej"] = True
                 out.append(
-                    self._emit(
+                    s.alert(
                         "QUEUE_PUTS_REJECTED",
                         "FIRING",
-                        event_id("rejected", self.name, rec.queue, st["mode_alert_id"]),
+                        event_id("rejected", s.name, rec.queue, st["mode_alert_id"]),
                         "CRITICAL",
                         rec.ts,
                         rec.event_id,
                         queue=rec.queue,
                         qmgr=rec.qmgr,
-                        usage_before_pct=self.usage(),
-                        usage_after_pct=self.usage(),
+                        usage_before_pct=s.usage(),
+                        usage_after_pct=s.usage(),
                         summary=(
-                            f"Structure {self.name} is in overflow mode with no overflow structure: puts to "
+                            f"Structure {s.name} is in overflow mode with no overflow structure: puts to "
                             f"queue {rec.queue}, chosen by the overflow exit, are rejected until usage falls "
                             f"to {d.target}%."
                         ),
                         action=(
                             f"Drain {rec.queue} (start or speed up its consumer), or define an overflow "
-                            f"structure (OVFLWSTR) for {self.name} in CQSSGxxx and the CFRM policy."
+                            f"structure (OVFLWSTR) for {s.name} in CQSSGxxx and the CFRM policy."
                         ),
                     )
                 )
@@ -70,13 +81,13 @@ class DataElements(StructureBase):
                 ovf_need += n
             else:
                 primary_need += n
-        before = (st["used"], self.capacity)  # usage before, rounded only if reported
-        if ovf_need and st["ovf_used"] + ovf_need > self.ovf_capacity:
+        before = (st["used"], s.capacity)  # usage before, rounded only if reported
+        if ovf_need and st["ovf_used"] + ovf_need > s.ovf_capacity:
             st["rejected"] += 1
             if st["ovf_full_alert_id"] is None:
-                aid = st["ovf_full_alert_id"] = event_id("ovf-full", self.name, rec.event_id)
+                aid = st["ovf_full_alert_id"] = event_id("ovf-full", s.name, rec.event_id)
                 out.append(
-                    self._emit(
+                    s.alert(
                         "OVERFLOW_STRUCTURE_FULL",
                         "FIRING",
                         aid,
@@ -85,11 +96,11 @@ class DataElements(StructureBase):
                         rec.event_id,
                         queue=rec.queue,
                         qmgr=rec.qmgr,
-                        usage_before_pct=self.ovf_usage(),
-                        usage_after_pct=self.ovf_usage(),
+                        usage_before_pct=s.ovf_usage(),
+                        usage_after_pct=s.ovf_usage(),
                         message=f"CQS0205E STRUCTURE {d.ovflwstr} IS FULL",
                         summary=(
-                            f"Overflow structure {d.ovflwstr} of {self.name} is full: puts to the queues in "
+                            f"Overflow structure {d.ovflwstr} of {s.name} is full: puts to the queues in "
                             f"overflow ({rec.queue} first) are rejected; the primary structure carries on."
                         ),
                         action=(
@@ -98,14 +109,14 @@ class DataElements(StructureBase):
                         ),
                     )
                 )
-            self._restart_hold("ovf_full", rec.ts)  # after the FIRING: the hold starts over
+            self.full.restart_hold("ovf_full", rec.ts)  # after the FIRING: the hold starts over
             return out
-        if primary_need and st["used"] + primary_need > self.capacity:
+        if primary_need and st["used"] + primary_need > s.capacity:
             st["rejected"] += 1
             if st["full_alert_id"] is None:
-                aid = st["full_alert_id"] = event_id("full", self.name, rec.event_id)
+                aid = st["full_alert_id"] = event_id("full", s.name, rec.event_id)
                 out.append(
-                    self._emit(
+                    s.alert(
                         "STRUCTURE_FULL",
                         "FIRING",
                         aid,
@@ -118,22 +129,22 @@ class DataElements(StructureBase):
                         usage_after_pct=usage_pct(*before),
                         size_kb_before=st["size_kb"],
                         size_kb_after=st["size_kb"],
-                        message=f"CQS0205E STRUCTURE {self.name} IS FULL",
+                        message=f"CQS0205E STRUCTURE {s.name} IS FULL",
                         summary=(
-                            f"Structure {self.name} is full ({st['used']} of {self.capacity} data elements): "
+                            f"Structure {s.name} is full ({st['used']} of {s.capacity} data elements): "
                             f"puts are rejected (first: {rec.queue} from {rec.qmgr}); gets still work."
                         ),
                         action=(
-                            f"Find the queues holding {self.name}'s storage and drain them (start their "
+                            f"Find the queues holding {s.name}'s storage and drain them (start their "
                             "consumers, or /DEQUEUE messages nobody will read); enlarge the structure in the "
                             "CFRM policy or define an overflow structure."
                         ),
                     )
                 )
-            self._restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
+            self.full.restart_hold("full", rec.ts)  # after the FIRING: the hold starts over
             return out
         for (name, n), ovf in zip(parts, where, strict=True):
-            pq = q if name == rec.queue else self._q(name)
+            pq = q if name == rec.queue else s.queue(name)
             pq["msgs"] += 1
             pq["el"] += n
             if ovf:
@@ -141,29 +152,31 @@ class DataElements(StructureBase):
             else:
                 st["used"] += n
         push_size(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
-        if at_or_above(st["used"], self.capacity, d.ovflwmax):
+        if at_or_above(st["used"], s.capacity, d.ovflwmax):
             if not st["above"]:  # reached: from below OVFLWMAX to at or above it
                 st["above"] = True
-                out.extend(self._threshold(rec, before))
-        out.extend(self._rearm())
-        out.extend(self._near_full(rec, before))
-        out.extend(self._track_clear(rec.ts))
+                out.extend(self.overflow.threshold(rec, before))
+        self.overflow.rearm()
+        out.extend(self.full.near_full(rec, before))
+        out.extend(self.full.track_clear(rec.ts))
         return out
 
-    def _get(self, rec: Activity) -> list[Emit]:
-        d, st = self.definition, self.state
+    def get(self, rec: Activity) -> list[Emit]:
+        """A get: what its message's put took freed (a queue with no message qmon saw put frees nothing); then the
+        end of overflow mode without an overflow structure, OVFLWMAX, near full and the holds."""
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
         q = st["queues"].get(rec.queue)
         if q is None or not q["fifo"]:
             return []  # no message qmon saw put (activity before qmon started): nothing to free
-        before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        before = (st["used"], s.capacity)  # usage before, rounded only if reported
         self._free(rec, q)
         out: list[Emit] = []
-        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * self.capacity:
-            out.extend(self._end_overflow(rec.ts, rec.event_id, before))
-        out.extend(self._rearm())
-        out.extend(self._near_full(rec, before))
-        out.extend(self._track_clear(rec.ts))
+        if st["mode_alert_id"] is not None and not d.ovflwstr and st["used"] * 100 <= d.target * s.capacity:
+            out.extend(self.overflow.end(rec.ts, rec.event_id, before))
+        self.overflow.rearm()
+        out.extend(self.full.near_full(rec, before))
+        out.extend(self.full.track_clear(rec.ts))
         return out
 
     def _free(self, rec: Activity, q: StructureQueueState) -> None:

@@ -25,8 +25,8 @@ import logging
 from qmon.core import topics
 from qmon.core.forecaster import Decision, Forecaster, Target, start
 from qmon.core.records import Activity, Emit, iso, minutes, within
-from qmon.core.structures.base import StructureBase
 from qmon.core.structures.data_elements import usage_pct
+from qmon.core.structures.structure import Structure
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,16 @@ TAKES_OVER = {
 }
 
 
-class FillForecast(StructureBase):
-    """The fill forecasts of ``StructureMonitor``."""
+class FillForecast:
+    """The fill forecasts of a structure: the samples due before a record (``catch_up``) or on the clock
+    (``on_clock``, ``due``), the episodes a record ends (``on_activity``), and the trend's outlook for
+    snapshots (``outlook``)."""
+
+    def __init__(self, structure: Structure):
+        self.structure = structure
+        self.settings = structure.settings
+        self.definition = structure.definition
+        self.state = structure.state
 
     def _series(self) -> int:
         """Levels forecast: primary usage, and overflow usage with an overflow structure."""
@@ -49,18 +57,18 @@ class FillForecast(StructureBase):
         st = self.state
         return [st["used"], st["ovf_used"]][: self._series()]
 
-    def _forecast_targets(self) -> list[Target]:
-        d, st = self.definition, self.state
+    def _targets(self) -> list[Target]:
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
-        cap, out = self.capacity, []
+        cap, out = s.capacity, []
         ovflwmax = -(-d.ovflwmax * cap // 100)  # the fewest elements at or above OVFLWMAX
         if not d.resource and not st["above"] and (st["mode_alert_id"] is None or d.ovflwstr):
             if st["used"] < ovflwmax:
                 out.append(Target("OVFLWMAX", 0, ovflwmax))
         if (d.resource or st["size_kb"] >= d.size) and st["full_alert_id"] is None and st["used"] < cap:
             out.append(Target("FULL", 0, cap))
-        if d.ovflwstr and st["ovf_full_alert_id"] is None and st["ovf_used"] < self.ovf_capacity:
-            out.append(Target("OVERFLOW_FULL", 1, self.ovf_capacity))
+        if d.ovflwstr and st["ovf_full_alert_id"] is None and st["ovf_used"] < s.ovf_capacity:
+            out.append(Target("OVERFLOW_FULL", 1, s.ovf_capacity))
         return out
 
     def _forecaster(self, ts: int, source: str) -> tuple[Forecaster | None, list[Emit]]:
@@ -68,30 +76,30 @@ class FillForecast(StructureBase):
         st, settings = self.state, self.settings.forecast
         fc, out = st["fc"], []
         if fc is not None and (fc["step"] != settings.step_ms or len(fc["s"]) != self._series()):
-            out = [self._forecast_record(d, source) for d in Forecaster(settings, fc, (self.name,)).close(ts)]
+            out = [self._record(d, source) for d in Forecaster(settings, fc, (self.structure.name,)).close(ts)]
             fc = st["fc"] = None
         if fc is None and settings.step_ms:
             fc = st["fc"] = start(settings, ts, self._series())
-        return (Forecaster(settings, fc, (self.name,)) if fc is not None else None), out
+        return (Forecaster(settings, fc, (self.structure.name,)) if fc is not None else None), out
 
-    def _forecast(self, ts: int, source: str) -> list[Emit]:
+    def catch_up(self, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged."""
         now = self.state["fc"]
         if now is not None and ts < now["at"] and now["step"] == self.settings.forecast.step_ms:
             return []  # no sample due (most records)
         fc, out = self._forecaster(ts, source)
         if fc is not None:
-            decisions = fc.advance(ts, self._levels(), self._forecast_targets())
-            out.extend(self._forecast_record(d, f"forecast:{d.key}@{d.at}") for d in decisions)
+            decisions = fc.advance(ts, self._levels(), self._targets())
+            out.extend(self._record(d, f"forecast:{d.key}@{d.at}") for d in decisions)
         return out
 
-    def _forecast_reached(self, rec: Activity, emits: list[Emit]) -> list[Emit]:
+    def on_activity(self, rec: Activity, emits: list[Emit]) -> list[Emit]:
         """After ``rec`` (which raised ``emits``): FIRING forecasts whose threshold it reached, or that no
         longer apply, resolve."""
         fc = self.state["fc"]
         if fc is None or (not emits and not fc["on"]):
             return []  # (nothing fires, and no selection moved queues: nothing to resolve or restart)
-        forecaster, d, st = Forecaster(self.settings.forecast, fc, (self.name,)), self.definition, self.state
+        forecaster, d, st = Forecaster(self.settings.forecast, fc, (self.structure.name,)), self.definition, self.state
         assert d is not None
         if d.ovflwstr and any(
             c["in_overflow"] for e in emits if e.topic == topics.OVERFLOW for c in e.record["candidates"]
@@ -103,17 +111,17 @@ class FillForecast(StructureBase):
         reached = {
             "OVFLWMAX": bool(types & {"STRUCTURE_ALTERED", "OVERFLOW_MODE_ENTERED"})
             or any(e.topic == topics.OVERFLOW for e in emits)
-            or st["used"] * 100 >= d.ovflwmax * self.capacity,
-            "FULL": st["full_alert_id"] is not None or st["used"] >= self.capacity,
-            "OVERFLOW_FULL": st["ovf_full_alert_id"] is not None or st["ovf_used"] >= self.ovf_capacity,
+            or st["used"] * 100 >= d.ovflwmax * self.structure.capacity,
+            "FULL": st["full_alert_id"] is not None or st["used"] >= self.structure.capacity,
+            "OVERFLOW_FULL": st["ovf_full_alert_id"] is not None or st["ovf_used"] >= self.structure.ovf_capacity,
         }
-        active = {t.key for t in self._forecast_targets()}
+        active = {t.key for t in self._targets()}
         out = []
         for key in sorted(fc["on"]):
             if reached[key] or key not in active:
                 decision = forecaster.reached(key, rec.ts, "reached" if reached[key] else "gone")
                 if decision is not None:
-                    out.append(self._forecast_record(decision, f"{rec.event_id}:{key}", rec))
+                    out.append(self._record(decision, f"{rec.event_id}:{key}", rec))
         return out
 
     def outlook(self) -> dict[str, int | None]:
@@ -121,29 +129,29 @@ class FillForecast(StructureBase):
         snapshots."""
         fc, out = self.state["fc"], dict.fromkeys(("OVFLWMAX", "FULL", "OVERFLOW_FULL"))
         if fc is not None and self.definition is not None:
-            out.update(Forecaster(self.settings.forecast, fc, (self.name,)).outlook(self._forecast_targets()))
+            out.update(Forecaster(self.settings.forecast, fc, (self.structure.name,)).outlook(self._targets()))
         return out
 
-    def forecast_due(self) -> int | None:
+    def due(self) -> int | None:
         """Event time of the next sample while a forecast fires (a quiet structure's timer), else None."""
         fc = self.state["fc"]
         return fc["at"] if fc is not None and fc["on"] else None
 
-    def _forecast_clock(self, now_ts: int) -> list[Emit]:
+    def on_clock(self, now_ts: int) -> list[Emit]:
         """The clock reached event time ``now_ts``: while a forecast fires, its samples are taken and judged
         (a quiet structure's level stays as it is)."""
-        if self.forecast_due() is None:
+        if self.due() is None:
             return []
-        return self._forecast(now_ts, f"clock@{now_ts}")
+        return self.catch_up(now_ts, f"clock@{now_ts}")
 
     # ---------------------------------------------------------------- the records
 
-    def _forecast_record(self, d: Decision, source: str, rec: Activity | None = None) -> Emit:
-        defn, st = self.definition, self.state
+    def _record(self, d: Decision, source: str, rec: Activity | None = None) -> Emit:
+        defn, st, s = self.definition, self.state, self.structure
         assert defn is not None
         overflow = d.key == "OVERFLOW_FULL"
-        what = f"Overflow structure {defn.ovflwstr} of {self.name}" if overflow else f"Structure {self.name}"
-        cap = self.ovf_capacity if overflow else self.capacity
+        what = f"Overflow structure {defn.ovflwstr} of {s.name}" if overflow else f"Structure {s.name}"
+        cap = s.ovf_capacity if overflow else s.capacity
         used = st["ovf_used"] if overflow else st["used"]
         usage = usage_pct(used, cap)
         goal = f"OVFLWMAX {defn.ovflwmax} %" if d.key == "OVFLWMAX" else "100 % (full)"
@@ -151,7 +159,7 @@ class FillForecast(StructureBase):
         if d.state == "FIRING":
             assert d.trend is not None and d.eta is not None
             rate = d.trend.per_minute * 100 / cap if cap else 0.0
-            name = f"{defn.ovflwstr} (overflow structure of {self.name})" if overflow else self.name
+            name = f"{defn.ovflwstr} (overflow structure of {s.name})" if overflow else s.name
             window = minutes(self.settings.forecast.horizon_ms)
             then = {
                 "OVFLWMAX": "when CQS alters it or, at its maximum size, puts it into overflow mode",
@@ -160,19 +168,19 @@ class FillForecast(StructureBase):
             }[d.key]
             action = {
                 "OVFLWMAX": (
-                    f"Find the queues of {self.name} that are growing (IMS /DISPLAY QCNT) and start or speed up "
+                    f"Find the queues of {s.name} that are growing (IMS /DISPLAY QCNT) and start or speed up "
                     "their consumers; if the load is expected, alter the structure larger before then "
                     "(SETXCF START,ALTER, up to SIZE in the CFRM policy)."
                 ),
                 "FULL": (
-                    f"Drain the queues holding {self.name}'s storage (start their consumers, or /DEQUEUE messages "
+                    f"Drain the queues holding {s.name}'s storage (start their consumers, or /DEQUEUE messages "
                     "nobody will read), or enlarge it in the CFRM policy or define an overflow structure before then."
                 ),
                 "OVERFLOW_FULL": (
                     f"Drain the queues in overflow, or enlarge {defn.ovflwstr} in the CFRM policy before then."
                 ),
             }[d.key]
-            return self._emit(
+            return s.alert(
                 "STRUCTURE_FILL_FORECAST",
                 "FIRING",
                 d.alert_id,
@@ -202,7 +210,7 @@ class FillForecast(StructureBase):
                 f"{d.trend.confidence if d.trend is not None else 0:.2f}) it no longer reaches {goal} within "
                 f"{minutes(self.settings.forecast.horizon_ms)}."
             )
-        return self._emit(
+        return s.alert(
             "STRUCTURE_FILL_FORECAST",
             "RESOLVED",
             d.alert_id,

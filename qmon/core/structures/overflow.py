@@ -10,26 +10,33 @@ from typing import Any
 from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.records import Activity, Emit
-from qmon.core.structures.base import StructureBase
 from qmon.core.structures.data_elements import STAGING_TYPES, at_or_above, queue_type, usage_pct
+from qmon.core.structures.structure import Structure
 
 MAX_APPROVED = 512
 
 
-class AlterAndOverflow(StructureBase):
-    """The overflow function of ``StructureMonitor``."""
+class AlterAndOverflow:
+    """The overflow function of a structure: OVFLWMAX reached by a put (``threshold``) and left again
+    (``rearm``), the end of overflow mode without an overflow structure (``end``), and the scans due by event
+    time (``catch_up``, ``due``)."""
 
-    def _rearm(self) -> list[Emit]:
+    def __init__(self, structure: Structure):
+        self.structure = structure
+        self.settings = structure.settings
+        self.definition = structure.definition
+        self.state = structure.state
+
+    def rearm(self) -> None:
         """Usage below OVFLWMAX again: the next time it reaches the threshold counts as reached again."""
         d, st = self.definition, self.state
         assert d is not None
-        if st["above"] and not at_or_above(st["used"], self.capacity, d.ovflwmax):
+        if st["above"] and not at_or_above(st["used"], self.structure.capacity, d.ovflwmax):
             st["above"] = False
-        return []
 
-    def _threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
+    def threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:
         """Primary usage ≥ OVFLWMAX after a put: alter, then overflow mode and candidates."""
-        d, st = self.definition, self.state
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
         out: list[Emit] = []
         if d.resource:
@@ -40,13 +47,13 @@ class AlterAndOverflow(StructureBase):
             return out  # without an overflow structure the threshold is not checked again
         if st["size_kb"] < d.size:
             old = st["size_kb"]
-            usage_before = self.usage()
+            usage_before = s.usage()
             target = d.target
             want = -(-st["used"] * 100 // (2 * target)) if target > 0 else d.size
             st["size_kb"] = max(old, min(d.size, want))
-            aid = event_id("alter", self.name, rec.event_id)
+            aid = event_id("alter", s.name, rec.event_id)
             out.append(
-                self._emit(
+                s.alert(
                     "STRUCTURE_ALTERED",
                     "INFO",
                     aid,
@@ -56,12 +63,12 @@ class AlterAndOverflow(StructureBase):
                     queue=rec.queue,
                     qmgr=rec.qmgr,
                     usage_before_pct=usage_before,
-                    usage_after_pct=self.usage(),
+                    usage_after_pct=s.usage(),
                     size_kb_before=old,
                     size_kb_after=st["size_kb"],
                     summary=(
-                        f"Structure {self.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
-                        f"from {old} KB to {st['size_kb']} KB; usage is now {self.usage()}%."
+                        f"Structure {s.name} reached {usage_before}% (OVFLWMAX {d.ovflwmax}%) and was altered "
+                        f"from {old} KB to {st['size_kb']} KB; usage is now {s.usage()}%."
                         + (" It is at its maximum SIZE." if st["size_kb"] >= d.size else "")
                     ),
                     action=(
@@ -70,14 +77,14 @@ class AlterAndOverflow(StructureBase):
                     ),
                 )
             )
-            if not at_or_above(st["used"], self.capacity, d.ovflwmax):
+            if not at_or_above(st["used"], s.capacity, d.ovflwmax):
                 return out
         if st["mode_alert_id"] is None:
-            aid = st["mode_alert_id"] = event_id("overflow", self.name, rec.event_id)
+            aid = st["mode_alert_id"] = event_id("overflow", s.name, rec.event_id)
             if d.ovflwstr:
                 st["next_scan"] = rec.ts + d.overflow_scan_interval_ms
             out.append(
-                self._emit(
+                s.alert(
                     "OVERFLOW_MODE_ENTERED",
                     "FIRING",
                     aid,
@@ -87,11 +94,11 @@ class AlterAndOverflow(StructureBase):
                     queue=rec.queue,
                     qmgr=rec.qmgr,
                     usage_before_pct=usage_pct(*before),
-                    usage_after_pct=self.usage(),
+                    usage_after_pct=s.usage(),
                     size_kb_before=st["size_kb"],
                     size_kb_after=st["size_kb"],
                     summary=(
-                        f"Structure {self.name} is {self.usage()}% used at its maximum size of {st['size_kb']} KB "
+                        f"Structure {s.name} is {s.usage()}% used at its maximum size of {st['size_kb']} KB "
                         f"(OVFLWMAX {d.ovflwmax}%) and entered overflow mode: the largest queues are offered to "
                         "the overflow exit"
                         + (
@@ -111,9 +118,9 @@ class AlterAndOverflow(StructureBase):
 
     def _select(self, rec: Activity) -> list[Emit]:
         """Offer candidates to the overflow exit; one OverflowCandidates record."""
-        d, st = self.definition, self.state
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
-        usage_before = self.usage()
+        usage_before = s.usage()
         pool = sorted(
             (
                 (q["el"], name)
@@ -123,13 +130,13 @@ class AlterAndOverflow(StructureBase):
             key=lambda x: (-x[0], x[1]),
         )
         remaining = st["used"]
-        ovf_free = self.ovf_capacity - st["ovf_used"]
+        ovf_free = s.ovf_capacity - st["ovf_used"]
         candidates: list[dict[str, Any]] = []
         approved: list[str] = []
         for el, name in pool:
-            if remaining * 100 <= d.target * self.capacity or len(approved) >= MAX_APPROVED:
+            if remaining * 100 <= d.target * s.capacity or len(approved) >= MAX_APPROVED:
                 break
-            decision = self.settings.overflow_exit.decide(self.name, name, el)
+            decision = self.settings.overflow_exit.decide(s.name, name, el)
             fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size
             candidates.append(
                 {"queue": name, "elements": el, "decision": decision, "in_overflow": decision == "approve" and fits}
@@ -142,15 +149,15 @@ class AlterAndOverflow(StructureBase):
         out = [
             Emit(
                 topics.OVERFLOW,
-                self.name,
+                s.name,
                 {
-                    "event_id": event_id("candidates", self.name, rec.event_id),
-                    "structure": self.name,
+                    "event_id": event_id("candidates", s.name, rec.event_id),
+                    "structure": s.name,
                     "ts": rec.ts,
                     "usage_pct": usage_before,
                     "target_pct": float(d.target),
                     "candidates": candidates,
-                    "usage_after_pct": usage_pct(remaining, self.capacity),
+                    "usage_after_pct": usage_pct(remaining, s.capacity),
                 },
             )
         ]
@@ -162,8 +169,10 @@ class AlterAndOverflow(StructureBase):
                 st["ovf_used"] += q["el"]
         return out
 
-    def _end_overflow(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
-        d, st = self.definition, self.state
+    def end(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
+        """Overflow mode ends at ``ts`` (usage ``before``: used, capacity): the queues in it leave it, their
+        rejected puts resolved."""
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
         aid, st["mode_alert_id"] = st["mode_alert_id"], None
         st["next_scan"] = None
@@ -173,23 +182,23 @@ class AlterAndOverflow(StructureBase):
             q = st["queues"][name]
             if q["rej"]:
                 out.append(
-                    self._emit(
+                    s.alert(
                         "QUEUE_PUTS_REJECTED",
                         "RESOLVED",
-                        event_id("rejected", self.name, name, aid),
+                        event_id("rejected", s.name, name, aid),
                         "INFO",
                         ts,
                         source,
                         queue=name,
                         usage_before_pct=usage_pct(*before),
-                        usage_after_pct=self.usage(),
-                        summary=f"Puts to queue {name} are accepted again: {self.name} left overflow mode.",
+                        usage_after_pct=s.usage(),
+                        summary=f"Puts to queue {name} are accepted again: {s.name} left overflow mode.",
                         action="None.",
                     )
                 )
             q["ovf"] = q["rej"] = False
         return out + [
-            self._emit(
+            s.alert(
                 "OVERFLOW_MODE_ENDED",
                 "RESOLVED",
                 aid,
@@ -197,11 +206,11 @@ class AlterAndOverflow(StructureBase):
                 ts,
                 source,
                 usage_before_pct=usage_pct(*before),
-                usage_after_pct=self.usage(),
+                usage_after_pct=s.usage(),
                 size_kb_before=st["size_kb"],
                 size_kb_after=st["size_kb"],
                 summary=(
-                    f"Structure {self.name} left overflow mode at {self.usage()}% used"
+                    f"Structure {s.name} left overflow mode at {s.usage()}% used"
                     + (
                         ": no queue remains in the overflow structure."
                         if d.ovflwstr
@@ -214,37 +223,37 @@ class AlterAndOverflow(StructureBase):
 
     def _scan(self, at: int) -> list[Emit]:
         """Queues in overflow that are empty leave it; none left ends overflow mode."""
-        d, st = self.definition, self.state
+        d, st, s = self.definition, self.state, self.structure
         assert d is not None
         out: list[Emit] = []
-        before = (st["used"], self.capacity)  # usage before, rounded only if reported
+        before = (st["used"], s.capacity)  # usage before, rounded only if reported
         for name in sorted(st["queues"]):
             q = st["queues"][name]
             if q["ovf"] and q["msgs"] == 0:
                 q["ovf"] = False
                 out.append(
-                    self._emit(
+                    s.alert(
                         "QUEUE_OVERFLOW_ENDED",
                         "INFO",
-                        event_id("ovf-queue", self.name, name, at),
+                        event_id("ovf-queue", s.name, name, at),
                         "INFO",
                         at,
                         f"scan@{at}",
                         queue=name,
-                        summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {self.name}.",
+                        summary=f"Queue {name} is empty and has left overflow structure {d.ovflwstr} of {s.name}.",
                         action="None.",
                     )
                 )
         if not any(q["ovf"] for q in st["queues"].values()):
-            out.extend(self._end_overflow(at, f"scan@{at}", before))
+            out.extend(self.end(at, f"scan@{at}", before))
         else:
             st["next_scan"] = at + d.overflow_scan_interval_ms
         return out
 
-    def _catch_up(self, now_ts: int) -> list[Emit]:
+    def catch_up(self, now_ts: int) -> list[Emit]:
         """Run the scans due by event time ``now_ts`` (a scan at t applies before activity at t)."""
         st = self.state
-        out: list[Emit] = self._resolve_due(now_ts) if st.get("clear") else []  # (no hold runs: none due)
+        out: list[Emit] = []
         if st["next_scan"] is not None and st["mode_alert_id"] is not None and now_ts >= st["next_scan"]:
             d = self.definition
             assert d is not None
@@ -255,3 +264,8 @@ class AlterAndOverflow(StructureBase):
                 k = (now_ts - st["next_scan"]) // d.overflow_scan_interval_ms + 1
                 st["next_scan"] += k * d.overflow_scan_interval_ms
         return out
+
+    def due(self) -> int | None:
+        """The event time of the next scan, in overflow mode with an overflow structure, else None."""
+        st = self.state
+        return st["next_scan"] if st["next_scan"] is not None and st["mode_alert_id"] is not None else None

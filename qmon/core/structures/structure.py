@@ -9,15 +9,17 @@ from typing import Any
 from qmon.core import topics
 from qmon.core.ids import event_id
 from qmon.core.lazy import Lazy
-from qmon.core.records import Activity, Emit, SubjectKind, alert
+from qmon.core.records import Emit, SubjectKind
+from qmon.core.records import alert as _alert
 from qmon.core.structures.data_elements import usage_pct
 from qmon.core.structures.definitions import StructureSettings
 from qmon.core.structures.state import STATE_VERSION, StateVersionError, StructureQueueState
 
 
-class StructureBase:
-    """One primary structure (and its overflow structure): definition, state, measures, alerts.  The rules
-    are in the parts ``StructureMonitor`` is made of; the ones a part calls in another are declared here."""
+class Structure:
+    """One primary structure (and its overflow structure): definition, state, measures, alerts; what every part
+    of its rules uses (``StructureMonitor`` gives each part the structure, and the other parts it calls).  Its
+    ``definition`` and ``state`` stay the same objects for the monitor's life, so a part may keep them."""
 
     def __init__(
         self,
@@ -71,13 +73,14 @@ class StructureBase:
     def ovf_usage(self) -> float:
         return usage_pct(self.state["ovf_used"], self.ovf_capacity)
 
-    def _q(self, name: str) -> dict[str, Any]:
+    def queue(self, name: str) -> dict[str, Any]:
+        """Queue ``name``'s share of the structure, made when first used."""
         q = self.state["queues"].get(name)
         if q is None:
             q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False, "fifo": []}
         return q
 
-    def _emit(
+    def alert(
         self,
         type_: str,
         state: str,
@@ -93,7 +96,8 @@ class StructureBase:
         message: str | None = None,
         **numbers: Any,
     ) -> Emit:
-        rec = alert(
+        """An alert about the structure (``numbers``: its usage and sizes before and after, as it has them)."""
+        rec = _alert(
             event_id("structure", self.name, type_, state, source, queue),
             type_,
             state,
@@ -111,26 +115,3 @@ class StructureBase:
             **numbers,
         )
         return Emit(topics.ALERTS, self.name, rec)
-
-    # ---------------------------------------------------------- the parts' rules, as the others call them
-
-    def _threshold(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:  # AlterAndOverflow
-        raise NotImplementedError
-
-    def _rearm(self) -> list[Emit]:  # AlterAndOverflow
-        raise NotImplementedError
-
-    def _end_overflow(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:  # AlterAndOverflow
-        raise NotImplementedError
-
-    def _near_full(self, rec: Activity, before: tuple[int, int]) -> list[Emit]:  # FullMonitoring
-        raise NotImplementedError
-
-    def _restart_hold(self, key: str, ts: int) -> None:  # FullMonitoring
-        raise NotImplementedError
-
-    def _track_clear(self, ts: int) -> list[Emit]:  # FullMonitoring
-        raise NotImplementedError
-
-    def _resolve_due(self, now_ts: int) -> list[Emit]:  # FullMonitoring
-        raise NotImplementedError

@@ -1,9 +1,8 @@
 """What every part of a queue-manager shard's rules shares: its settings and state, the queues' attributes
-and statistics, and how an event is made.  Pure."""
+and statistics, and how a performance event is made.  Pure."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
@@ -11,8 +10,7 @@ from qmon.core import topics
 from qmon.core.forecaster import start
 from qmon.core.ids import event_id
 from qmon.core.interest import Registry, work_available
-from qmon.core.journals import JournalMonitor, JournalStatus
-from qmon.core.lazy import Lazy, live
+from qmon.core.lazy import Lazy
 from qmon.core.queues.settings import MonitorSettings
 from qmon.core.queues.state import STATE_VERSION, QueueState, StateVersionError
 from qmon.core.reasons import (
@@ -22,9 +20,7 @@ from qmon.core.reasons import (
     MQRC_Q_SERVICE_INTERVAL_HIGH,
     MQRC_Q_SERVICE_INTERVAL_OK,
 )
-from qmon.core.records import Activity, Emit
-
-logger = logging.getLogger(__name__)
+from qmon.core.records import Emit
 
 REASON_NAMES = {
     "QSVCINT_HIGH": (MQRC_Q_SERVICE_INTERVAL_HIGH, "MQRC_Q_SERVICE_INTERVAL_HIGH"),
@@ -35,9 +31,9 @@ REASON_NAMES = {
 }
 
 
-class ShardBase:
-    """One shard of one queue manager: its state and helpers.  The rules are in the parts ``QueueMonitor`` is
-    made of; the ones a part calls in another are declared here."""
+class Shard:
+    """One shard of one queue manager: its settings, its state and the helpers every part of its rules uses
+    (``QueueMonitor`` gives each part the shard, and the other parts it calls)."""
 
     def __init__(
         self,
@@ -67,17 +63,11 @@ class ShardBase:
     def interest(self) -> Registry:
         return Registry(self.state.setdefault("interest", {}))
 
-    def _notify(self, queue: str, depth: int, ts: int, source: str) -> list[Emit]:
+    def notify(self, queue: str, depth: int, ts: int, source: str) -> list[Emit]:
         """WorkAvailable for every client registered for ``queue`` (it just went from empty to non-empty)."""
         if not self.state.get("interest"):
             return []
         return [Emit(*work_available(self.qmgr, queue, c, depth, ts, source)) for c in self.interest.clients_for(queue)]
-
-    def on_journal(self, status: JournalStatus) -> list[Emit]:
-        """Journal receiver status of this queue manager (IBM MQ for IBM i, *Queue manager journals on
-        IBM i*)."""
-        journals = JournalMonitor(self.qmgr, self.state.setdefault("journals", {}), self.settings.journal_near_pct)
-        return [Emit(*e) for e in journals.on_status(status)]
 
     @property
     def perfmev(self) -> str:
@@ -87,27 +77,29 @@ class ShardBase:
         """A group's shard: the PERFMEV of the member ``member`` (the configured default until its ALTER QMGR)."""
         return (member is not None and self.state.get("member_perfmev", {}).get(member)) or self.settings.perfmev
 
-    def _perfmev(self, q: QueueState) -> str:
+    def perfmev_of(self, q: QueueState) -> str:
         """The PERFMEV ``q``'s events follow: its queue manager's; a shared queue's, that of the member whose put,
         get or START was applied last (``by``), as the queue manager that performs an operation is the one
         that would raise its event."""
         return self.perfmev if self.qsg is None else self.member_perfmev(q.get("by"))
 
-    def _named(self, q: QueueState) -> tuple[str, str | None]:
+    def named(self, q: QueueState) -> tuple[str, str | None]:
         """(qmgr, qsg) a record about ``q`` names: its queue manager and None; for a shared queue, the member of
         its latest put, get or START, and the group."""
         if self.qsg is None:
             return self.qmgr, None
         return q.get("by") or self.qmgr, self.qsg
 
-    def _about(self, queue: str) -> str:
+    def about(self, queue: str) -> str:
         """``queue`` as an alert's summary names it: ``Queue Q on QM1``, ``Shared queue Q of queue-sharing group
         QSG1``."""
         if self.qsg is None:
             return f"Queue {queue} on {self.qmgr}"
         return f"Shared queue {queue} of queue-sharing group {self.qsg}"
 
-    def _queue(self, name: str, ts: int) -> QueueState:
+    def queue(self, name: str, ts: int) -> QueueState:
+        """Queue ``name``'s state, made (with the attributes the configuration gives its name) when first used
+        (at event time ``ts``)."""
         q = self.queues.get(name)
         if q is None:
             q = QueueState(
@@ -134,12 +126,14 @@ class ShardBase:
             self.queues[name] = q
         return q
 
-    def _event(
+    def event(
         self, q: QueueState, queue: str, kind: str, ts: int, source_id: str, service_time: int | None = None
     ) -> Emit:
+        """The performance event ``kind`` of ``q`` with the statistics since their last reset, which it resets
+        (IBM MQ, *Performance events*)."""
         code, reason = REASON_NAMES[kind]
         reset_ts = q["reset_ts"] if q["reset_ts"] is not None else ts
-        qmgr, qsg = self._named(q)
+        qmgr, qsg = self.named(q)
         # (a shared queue's: the member too, since two members' records may carry the same event_id)
         ids = (self.qmgr, queue) if qsg is None else (self.qmgr, queue, qmgr)
         record = {
@@ -160,47 +154,18 @@ class ShardBase:
         }
         if not kind.startswith("QSVCINT"):
             record["service_time_ms"] = None
-        self._reset_stats(q, ts)
+        self.reset_stats(q, ts)
         return Emit(topics.PERFORMANCE, f"{self.qmgr}/{queue}", record)
 
     @staticmethod
-    def _reset_stats(q: QueueState, ts: int) -> None:
+    def reset_stats(q: QueueState, ts: int) -> None:
         q["reset_ts"] = ts
         q["high_depth"] = q["depth"]
         q["enq"] = 0
         q["deq"] = 0
 
-    def pack(self) -> None:
-        """Make the state ready to store: the index entries of the queues used brought up to date."""
-        for name, q in live(self.queues).items():
-            self.index[name] = [q["last_ts"], self._due(q), self.forgettable(name, q)]
-
-    def _touch_all(self) -> None:
-        """Use every queue (so that ``pack`` refreshes every index entry): what a shard-wide change needs."""
+    def touch_all(self) -> None:
+        """Use every queue (so that ``QueueMonitor.pack`` refreshes every index entry): what a shard-wide change
+        needs."""
         for name in self.queues:
             self.queues[name]
-
-    # ---------------------------------------------------------- the parts' rules, as the others call them
-
-    def _catch_up_stall(self, queue: str, q: QueueState, now_ts: int) -> list[Emit]:  # StallAlert
-        raise NotImplementedError
-
-    def _resolve_or_relapse_stall(
-        self, queue: str, q: QueueState, now_ts: int, clock: int | None = None
-    ) -> list[Emit]:  # StallAlert
-        raise NotImplementedError
-
-    def _resolve_stall(self, queue: str, q: QueueState, ts: int, why: str) -> list[Emit]:  # StallAlert
-        raise NotImplementedError
-
-    def _due(self, q: QueueState) -> int | None:  # QueueMonitor: a stall or a forecast sample
-        raise NotImplementedError
-
-    def on_activity(self, rec: Activity) -> list[Emit]:  # QueueMonitor
-        raise NotImplementedError
-
-    def forgettable(self, name: str, q: QueueState) -> bool:  # Retention
-        raise NotImplementedError
-
-    def _snap(self) -> dict[str, Any]:  # Snapshots
-        raise NotImplementedError

@@ -241,7 +241,7 @@ class Commands:
         """RESET QSTATS with a generic name: reset every queue of this shard it matches.
 
         A shard holds only its own queues' statistics, so the job delivers the command to every
-        shard with the shard's part in the command id (``k/N``, ``qmon.core.mqsc.split_part``) and each
+        shard with the shard's part in the command id (``k/N``, ``qmon.core.mqsc_parts.split_part``) and each
         replies with its part: the reply says ``part k of N`` and has an event_id of its own.  The
         pure reference (one monitor, no parts) and a single shard give one reply listing them all."""
         shard = self.shard
@@ -270,7 +270,7 @@ class Commands:
 
 def display_reply(cmd: Command, blocks: list[tuple[str, str]], command_id: str, qmgr: str, ts: int) -> Emit:
     """The reply to a DISPLAY of a generic name: every matching queue's block, by name; in the job, each shard's
-    part (``part k of N``, joined by ``qmon.core.mqsc.join_parts``), with an event_id of its own."""
+    part (``part k of N``, joined by ``qmon.core.mqsc_parts.join_parts``), with an event_id of its own."""
     assert cmd.name is not None
     command_id, part, parts = split_part(command_id)
     body = "\n".join(block for _, block in sorted(blocks))

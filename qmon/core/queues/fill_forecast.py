@@ -28,7 +28,7 @@ from qmon.core.records import Activity, Emit, SubjectKind, alert, iso, minutes, 
 logger = logging.getLogger(__name__)
 
 
-class FillForecast:
+class QueueFillForecast:
     """The fill forecasts of a shard's queues: the samples due before a record (``catch_up``), the episodes a
     record ends (``on_activity``), and while one fires, the arrival-clock deadline of the next sample (``due``,
     ``on_clock``)."""

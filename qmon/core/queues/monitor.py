@@ -14,7 +14,7 @@ from qmon.core.journals import JournalMonitor, JournalStatus
 from qmon.core.lazy import live
 from qmon.core.mqsc import Command
 from qmon.core.queues.commands import Commands, command_reply
-from qmon.core.queues.fill_forecast import FillForecast
+from qmon.core.queues.fill_forecast import QueueFillForecast
 from qmon.core.queues.retention import Retention
 from qmon.core.queues.service_interval import ServiceInterval
 from qmon.core.queues.settings import MonitorSettings
@@ -57,7 +57,7 @@ class QueueMonitor:
         self.index: dict[str, list[Any]] = shard.index
         self.stall = StallAlert(shard)
         self.service_interval = ServiceInterval(shard, self.stall)
-        self.forecast = FillForecast(shard)
+        self.forecast = QueueFillForecast(shard)
         self.commands = Commands(shard)
         self.snapshots = Snapshots(shard)
         self.retention = Retention(shard, self.snapshots)

@@ -38,7 +38,7 @@ TAKES_OVER = {
 }
 
 
-class FillForecast:
+class StructureFillForecast:
     """The fill forecasts of a structure: the samples due before a record (``catch_up``) or on the clock
     (``on_clock``, ``due``), the episodes a record ends (``on_activity``), and the trend's outlook for
     snapshots (``outlook``)."""

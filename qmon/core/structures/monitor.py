@@ -14,7 +14,7 @@ from qmon.core.lazy import live
 from qmon.core.records import Activity, Emit, Snapshot
 from qmon.core.structures.accounting import DataElements
 from qmon.core.structures.definitions import StructureSettings
-from qmon.core.structures.fill_forecast import FillForecast
+from qmon.core.structures.fill_forecast import StructureFillForecast
 from qmon.core.structures.full import FullMonitoring
 from qmon.core.structures.overflow import AlterAndOverflow
 from qmon.core.structures.state import StructureQueueState
@@ -48,7 +48,7 @@ class StructureMonitor:
         self.overflow = AlterAndOverflow(structure)
         self.full = FullMonitoring(structure)
         self.data_elements = DataElements(structure, self.overflow, self.full)
-        self.forecast = FillForecast(structure)
+        self.forecast = StructureFillForecast(structure)
 
     @property
     def capacity(self) -> int:
@@ -143,7 +143,7 @@ class StructureMonitor:
 
     def outlook(self) -> dict[str, int | None]:
         """Target -> the instant the trend reaches it, None for the others: for snapshots
-        (``FillForecast.outlook``)."""
+        (``StructureFillForecast.outlook``)."""
         return self.forecast.outlook()
 
     # ---------------------------------------------------------------- snapshots

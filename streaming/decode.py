@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.avro.functions import from_avro, to_avro
+from pyspark.sql.avro.functions import from_avro
 
 from qmon.connectors.schema import required_fields, schema_text
 from qmon.core import topics
+from qmon.streaming.encoded_length import encoded_length
 from qmon.streaming.framing import body, schema_id
 from qmon.streaming.validate import validated
 from qmon.streaming.writer_schemas import NEW_ID, TopicPlan
@@ -23,31 +24,39 @@ def _decoded(df: DataFrame, col: str, record: str, topic: str, plan: TopicPlan |
 
     PERMISSIVE yields a struct of nulls (not a null struct) for bytes that do not decode, and
     ``from_avro`` ignores bytes left over after a record (random bytes can decode into garbage):
-    a real record has no null in a non-null field and re-encodes to exactly its own length.
+    a real record has no null in a non-null field and is exactly as long as its encoding
+    (``streaming.encoded_length``, computed from its columns: the record is decoded once, never encoded again).
 
     With a ``plan`` (a schema registry's), a framed record is read by its schema id: with qmon's schema when
     the id's is qmon's own, with the writer's resolved into qmon's when it resolves (its length checked with
-    the writer's), as null when it is a dead letter (``streaming.validate``); an id in no plan raises
+    the writer's, read with it alone; not checked when a writer's schema has a type whose length cannot be
+    computed), as null when it is a dead letter (``streaming.validate``); an id in no plan raises
     ``writer_schemas.NEW_ID`` and the query fails (``streaming.job`` plans it and starts again)."""
     schema = schema_text(record)
     mine = F.col("topic") == topic
     body = F.col("_body")
+    own_length = encoded_length(F.col(col), schema)
+    if own_length is None:
+        raise ValueError(f"the length of a {record} record cannot be told from its columns (streaming.encoded_length)")
     if plan is None:
         df = df.withColumn(col, from_avro(F.when(mine, body), schema, {"mode": "PERMISSIVE"}))
-        whole = F.length(to_avro(F.col(col), schema)) == F.length(body)
+        whole = own_length == F.length(body)
     else:
         sid = schema_id(F.col("value"))
         own = (sid.isNull() | sid.isin(*sorted(plan.own))) if plan.own else sid.isNull()
         value = F.when(own, from_avro(body, schema, {"mode": "PERMISSIVE"}))
-        whole = F.when(own, F.length(to_avro(F.col(col), schema)) == F.length(body))
+        whole = F.when(own, own_length == F.length(body))
         for writer_id, writer in sorted(plan.writers.items()):
             resolved = from_avro(body, writer.text, {"mode": "PERMISSIVE", "avroSchema": schema})
             value = value.when(sid == writer_id, resolved)
-            if writer.checked:  # the length of the record as the writer wrote it
-                written = to_avro(from_avro(body, writer.text, {"mode": "PERMISSIVE"}), writer.text)
-                whole = whole.when(sid == writer_id, F.length(written) == F.length(body))
-            else:
-                whole = whole.when(sid == writer_id, F.lit(True))
+            # the length of the record as the writer wrote it: read with the writer's schema alone, since
+            # resolving into qmon's drops the fields qmon does not read
+            written = (
+                encoded_length(from_avro(body, writer.text, {"mode": "PERMISSIVE"}), writer.text)
+                if writer.checked
+                else None
+            )
+            whole = whole.when(sid == writer_id, F.lit(True) if written is None else written == F.length(body))
         if plan.dead:
             value = value.when(sid.isin(*sorted(plan.dead)), F.lit(None))
         new = F.concat(

@@ -61,8 +61,8 @@ format: setup ## ruff: format the code and apply the safe lint fixes
 typecheck: setup ## mypy (with the pydantic plugin) over the whole project, as configured in pyproject.toml
 	$(VENV)/bin/mypy
 
-# (in CI, CI=true: the reference pages are checked, not rewritten, so a stale page fails the run)
-docs: setup ## regenerate the reference pages from the code, then build the site into build/site (mkdocs --strict)
+# (in CI, CI=true: the reference pages and qmon/core/queue_activity.py are checked, not rewritten, so a stale one fails the run)
+docs: setup ## regenerate the reference pages from the code (and qmon/core/queue_activity.py from its schema), then build the site into build/site (mkdocs --strict)
 	$(PY) -m qmon.app.docgen $(if $(CI),--check,)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 

@@ -180,7 +180,17 @@ def activity(
             else:
                 continue
             seq += 1
-            rec = Activity(f"e{seq}", "IMSA", "1PAYROLL", op, ts, None, 500, "MSGQ1", None, ts, seq)
+            rec = Activity(
+                event_id=f"e{seq}",
+                qmgr="IMSA",
+                queue="1PAYROLL",
+                op=op,
+                ts=ts,
+                msg_bytes=500,
+                structure="MSGQ1",
+                clock=ts,
+                seq=seq,
+            )
             structure.append(rec)
             queue.append(rec._replace(reason=reason) if reason is not None else rec)
         out.append((structure, queue))

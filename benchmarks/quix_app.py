@@ -141,21 +141,7 @@ def main() -> int:
             return {"emits": [], "s": None}
         state.set(f"ids/{slice_of(ts)}", [*ids, r["event_id"]])
         mon = QueueMonitor(r["qmgr"], settings, state.get("q"))
-        emits = mon.on_activity(
-            Activity(
-                r["event_id"],
-                r["qmgr"],
-                r["queue"],
-                r["op"],
-                ts,
-                r["depth_after"],
-                r["msg_bytes"],
-                r["structure"],
-                r["reason"],
-                None,
-                0,
-            )
-        )
+        emits = mon.on_activity(Activity.of({**r, "ts": ts}))
         mon.pack()  # (the remembered ids as plain bytes, as the Spark operator stores them)
         state.set("q", mon.state)
         s = None

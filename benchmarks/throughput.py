@@ -36,6 +36,7 @@ from qmon.connectors import avro
 from qmon.connectors.kafka import client_config, ensure_topics
 from qmon.core import topics
 from qmon.core.config import Config
+from qmon.core.records import Activity
 from qmon.core.timeconv import to_ms
 from qmon.devservers.kafka import LocalKafka
 
@@ -60,17 +61,15 @@ def workload(n: int, seed: int = 42) -> list[tuple[bytes, bytes]]:
         q = rng.randrange(QUEUES)
         op = "PUT" if depth[q] == 0 or rng.random() < 0.7 else "GET"
         depth[q] += 1 if op == "PUT" else -1
-        rec = {
-            "event_id": str(uuid.UUID(int=ids.getrandbits(128), version=4)) if EVENT_IDS == "uuid" else f"b{i}",
-            "qmgr": f"QM{q % QMGRS}",
-            "queue": f"Q{q:05d}",
-            "op": op,
-            "ts": T0 + i,
-            "depth_after": None,
-            "msg_bytes": 512 + (q % 7) * 300,
-            "structure": "MSGQ1" if q % 2 else "MSGQ2",
-            "reason": None,
-        }
+        rec = Activity(
+            event_id=str(uuid.UUID(int=ids.getrandbits(128), version=4)) if EVENT_IDS == "uuid" else f"b{i}",
+            qmgr=f"QM{q % QMGRS}",
+            queue=f"Q{q:05d}",
+            op=op,
+            ts=T0 + i,
+            msg_bytes=512 + (q % 7) * 300,
+            structure="MSGQ1" if q % 2 else "MSGQ2",
+        ).record()
         out.append((f"{rec['qmgr']}/{rec['queue']}".encode(), avro.encode("QueueActivity", rec)))
     return out
 
@@ -234,7 +233,6 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
 
     from qmon.core.dedup import SliceIds, slice_of
     from qmon.core.queues import QueueMonitor
-    from qmon.core.records import Activity
     from qmon.core.structures import StructureMonitor
 
     settings, ssettings = config.monitor_settings(), config.structure_settings()

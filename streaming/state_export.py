@@ -32,6 +32,7 @@ import msgpack
 
 from qmon.core.mqsc import QSGDISP
 from qmon.core.queues import MonitorSettings
+from qmon.core.records import Activity
 from qmon.core.state_version import STATE_VERSION
 from qmon.streaming import state as stored
 
@@ -122,9 +123,15 @@ def import_records(
                 shared = f" {QSGDISP}(SHARED)" if group is not None else ""
                 command(qmgr, f"DEFINE QLOCAL('{name}') REPLACE{shared} {given}".rstrip())
             if line.get("depth"):
-                activity.append({"event_id": f"import-{now_ms}-{qmgr}-{name}", "qmgr": qmgr, "queue": name,
-                                 "op": "START", "ts": now_ms, "depth_after": int(line["depth"]), "msg_bytes": None,
-                                 "structure": None, "reason": None})  # fmt: skip
+                start = Activity(
+                    event_id=f"import-{now_ms}-{qmgr}-{name}",
+                    qmgr=qmgr,
+                    queue=name,
+                    op="START",
+                    ts=now_ms,
+                    depth_after=int(line["depth"]),
+                )
+                activity.append(start.record())
     return commands, activity
 
 

@@ -25,9 +25,9 @@ from pyspark.sql.types import (
 from qmon.connectors.schema import schema_text
 from qmon.streaming.rows import ACTIVITY
 
-#: the QueueActivity fields a call can set, as ``qmon.core.pcf`` decodes them (it leaves depth_after and
-#: structure null); each typed as its routed column
-CALL_FIELDS = ("event_id", "qmgr", "queue", "op", "ts", "msg_bytes", "reason")
+#: the QueueActivity fields a call can set, as ``qmon.core.pcf`` decodes them (all but depth_after and
+#: structure, which it leaves null), in the schema's order; each typed as its routed column
+CALL_FIELDS = tuple(name for name, _type in ACTIVITY if name not in ("depth_after", "structure"))
 FLAT = StructType(
     [
         StructField("topic", StringType()),

@@ -108,16 +108,4 @@ def activity(r: dict[str, Any], seq: int) -> Any:
     """A stream's record as the rules take it (``Activity``), the arrival clock following event time."""
     from qmon.core.records import Activity
 
-    return Activity(
-        r["event_id"],
-        r["qmgr"],
-        r["queue"],
-        r["op"],
-        r["ts"],
-        r.get("depth_after"),
-        r.get("msg_bytes"),
-        r.get("structure"),
-        r.get("reason"),
-        r["ts"],
-        seq,
-    )
+    return Activity.of(r, clock=r["ts"], seq=seq)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from qmon.core import topics
+from qmon.core.records import Activity
 
 MQ_QMGRS = ("QM1", "QM2")
 IMS_SYSTEMS = ("IMSA", "IMSB")
@@ -85,17 +86,15 @@ class Simulator:
             sizes = self.sizes[key]
             nbytes = sizes.pop(0)
         self.stats[op] = self.stats.get(op, 0) + 1
-        rec = {
-            "event_id": f"sim{self.seed}-{self.seq}",
-            "qmgr": qmgr,
-            "queue": queue,
-            "op": op,
-            "ts": ts,
-            "depth_after": None,
-            "msg_bytes": nbytes,
-            "structure": structure,
-            "reason": None,
-        }
+        rec = Activity(
+            event_id=f"sim{self.seed}-{self.seq}",
+            qmgr=qmgr,
+            queue=queue,
+            op=op,
+            ts=ts,
+            msg_bytes=nbytes,
+            structure=structure,
+        ).record()
         return Item(ts, topics.ACTIVITY, f"{qmgr}/{queue}".encode(), rec)
 
     def _size(self, long_ok: bool) -> int:

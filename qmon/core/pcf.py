@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qmon.core.ids import event_id
+from qmon.core.records import Activity
 from qmon.core.timeconv import to_ms
 
 # structure types (MQCFT_*)
@@ -308,17 +309,15 @@ def _call(
         out.problems.append(Problem(at, f"MQI call {index} ({verb}): {bad}"))
         return
     failed = members.get(COMP_CODE) == CC_FAILED
-    rec = {
-        "event_id": event_id("mq-trace", topic, partition, offset, index),
-        "qmgr": out.qmgr,
-        "queue": queue,
-        "op": verb,
-        "ts": ts,
-        "depth_after": None,
-        "msg_bytes": length,
-        "structure": None,
-        "reason": members.get(REASON_CODE) if failed else None,
-    }
+    rec = Activity(
+        event_id=event_id("mq-trace", topic, partition, offset, index),
+        qmgr=out.qmgr,
+        queue=queue,
+        op=verb,
+        ts=ts,
+        msg_bytes=length,
+        reason=members.get(REASON_CODE) if failed else None,
+    ).record()
     if failed and rec["reason"] is None:
         rec["reason"] = 0
     if not failed and isinstance(options, int) and options & SYNCPOINT:

@@ -1,28 +1,14 @@
-"""The record types the rules produce (``Emit``, ``Alert`` records) and small helpers they share.  Pure."""
+"""The record types the rules take (``Activity``, generated from ``avro/QueueActivity.avsc`` into
+``qmon.core.queue_activity`` and named here too) and produce (``Emit``, ``Alert`` records), and small helpers
+they share.  Pure."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any, NamedTuple, TypedDict
 
+from qmon.core.queue_activity import Activity as Activity  # (named here: the rules import it from here)
 from qmon.core.timeconv import from_ms
-
-
-class Activity(NamedTuple):
-    """One validated QueueActivity record, plus where it came from: what every rule takes (the queue monitor,
-    the structure monitor, the pure reference)."""
-
-    event_id: str
-    qmgr: str
-    queue: str
-    op: str  # PUT, GET, START
-    ts: int  # event time, epoch ms
-    depth_after: int | None = None
-    msg_bytes: int | None = None
-    structure: str | None = None
-    reason: int | None = None
-    clock: int | None = None  # arrival clock (broker append time); defaults to ts
-    seq: int = 0  # arrival order, for output ordering
 
 
 class Emit(NamedTuple):

@@ -76,19 +76,7 @@ def run_reference(
             eid = str(rec.get("event_id") or seq)
             if slices.setdefault(slice_of(ts), SliceIds()).seen((qmgr, rec["queue"], eid)):
                 continue  # a duplicate
-            act = Activity(
-                eid,
-                qmgr,
-                rec["queue"],
-                rec["op"],
-                ts,
-                rec.get("depth_after"),
-                rec.get("msg_bytes"),
-                rec.get("structure"),
-                rec.get("reason"),
-                ts,
-                seq,
-            )
+            act = Activity.of({**rec, "event_id": eid, "ts": ts}, clock=ts, seq=seq)
             out.extend(shard(qmgr).on_activity(act))
             name = rec.get("structure")
             if name:

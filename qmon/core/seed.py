@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from qmon.core.ids import event_id
+from qmon.core.records import Activity
 
 _ATTR = re.compile(r"\b(QUEUE|CURDEPTH)\(\s*([^)]*?)\s*\)")
 
@@ -35,16 +36,13 @@ def depths_from_display(text: str) -> list[tuple[str, int]]:
 def start_records(qmgr: str, depths: list[tuple[str, int]], ts: int) -> list[dict[str, Any]]:
     """QueueActivity START records that set each queue's depth at ``ts``."""
     return [
-        {
-            "event_id": event_id("seed-depth", qmgr, queue, depth, ts),
-            "qmgr": qmgr,
-            "queue": queue,
-            "op": "START",
-            "ts": ts,
-            "depth_after": depth,
-            "msg_bytes": None,
-            "structure": None,
-            "reason": None,
-        }
+        Activity(
+            event_id=event_id("seed-depth", qmgr, queue, depth, ts),
+            qmgr=qmgr,
+            queue=queue,
+            op="START",
+            ts=ts,
+            depth_after=depth,
+        ).record()
         for queue, depth in depths
     ]

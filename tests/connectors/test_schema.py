@@ -1,12 +1,15 @@
-"""The records' fields as their Avro schemas declare them (``connectors.schema``), and the code that spells a
-QueueActivity's fields itself, held to the schema: a field added to ``avro/QueueActivity.avsc`` and not to
-the rules' ``Activity`` or to a record a producer makes fails here."""
+"""The records' fields as their Avro schemas declare them (``connectors.schema``), and what QueueActivity's
+fields become, held to the schema: the rules' ``Activity`` (generated from it: ``tests/app/test_codegen.py``),
+which carries them in its order and gives back a record Avro takes, and the records producers make."""
 
 from __future__ import annotations
 
+import fastavro
 import pytest
 
 from qmon.app.simulator import Simulator
+from qmon.connectors import avro
+from qmon.connectors.avro import parsed_schema
 from qmon.connectors.jsonl import _ACTIVITY_REQUIRED
 from qmon.connectors.schema import Field, field_names, fields, required_fields, schema_text
 from qmon.core import pcf, topics
@@ -57,3 +60,17 @@ def test_the_records_producers_make_carry_exactly_the_schema_s_fields():
     traced = pcf.decode(e.trace("QM1", [e.call(pcf.XF_PUT, "PAY.IN", ts_ms=T, msg_length=10)])).activity
     for made in (simulated, seeded, traced):
         assert made and all(set(rec) == names for rec in made)
+
+
+def test_an_activity_s_record_round_trips_through_avro_with_the_schema():
+    act = Activity("e1", "QM1", "PAY.IN", "GET", T, depth_after=3, msg_bytes=512, structure="MSGQ1", reason=2033)
+    record = act.record()
+    assert list(record) == list(field_names("QueueActivity"))  # the schema's fields, without clock and seq
+    assert fastavro.validation.validate(record, parsed_schema("QueueActivity"), strict=True)
+    decoded = avro.to_jsonable(avro.decode("QueueActivity", avro.encode("QueueActivity", record)))
+    assert decoded == record
+    assert Activity.of(decoded, clock=T + 5, seq=7) == act._replace(clock=T + 5, seq=7)
+    # a record without its optional fields (a JSONL line, say): None
+    assert Activity.of({"event_id": "s", "qmgr": "QM1", "queue": "Q", "op": "START", "ts": T}) == Activity(
+        "s", "QM1", "Q", "START", T
+    )

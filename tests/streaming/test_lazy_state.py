@@ -103,11 +103,11 @@ def test_a_relapse_while_another_queues_deadline_fires_the_timer():
 def test_a_stored_shard_decodes_only_the_queues_a_batch_uses():
     mon = QueueMonitor("QM1", QUEUE_SETTINGS)
     for i in range(200):
-        mon.on_activity(Activity(f"e{i}", "QM1", f"Q{i}", "PUT", 1_000 + i, None, 100, None, None, 1_000 + i, i))
+        mon.on_activity(Activity(f"e{i}", "QM1", f"Q{i}", "PUT", 1_000 + i, msg_bytes=100, clock=1_000 + i, seq=i))
     mon.pack()
     blob = stored.dumps(mon.state)
     again = QueueMonitor("QM1", QUEUE_SETTINGS, stored.loads(blob), stored.load_queue)
-    again.on_activity(Activity("x", "QM1", "Q7", "GET", 5_000, None, None, None, None, 5_000, 300))
+    again.on_activity(Activity("x", "QM1", "Q7", "GET", 5_000, clock=5_000, seq=300))
     again.next_stall_clock()
     again.expire(5_000, TTL_MS)
     assert list(again.queues.live) == ["Q7"]

@@ -293,7 +293,7 @@ def run(workload: str, seed: int, ss: StructureSettings, ms: MonitorSettings) ->
         for kind, e in out:
             _note(result, kind, e.record)
         q = qmon.queues.get("1PAYROLL")
-        for kind, fc in (("S", smon.state["fc"]), ("Q", q["fc"] if q is not None else None)):
+        for kind, fc in (("S", smon.state["forecast"]), ("Q", q["forecast"] if q is not None else None)):
             if fc is not None and fc["at"] != seen[kind]:
                 seen[kind] = fc["at"]
                 _outlook(result, kind, fc)

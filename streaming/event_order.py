@@ -65,15 +65,15 @@ class Held:
 
     def __init__(self, stored: dict[str, Any] | None = None):
         stored = stored or {}
-        self.frontier: int | None = stored.get("f")
-        self.rows: dict[str, list[Any]] | None = stored.get("h")
+        self.frontier: int | None = stored.get("frontier")
+        self.rows: dict[str, list[Any]] | None = stored.get("held")
         self.late = 0  # records of this call that came after the frontier had passed them
         self.ended = False  # this call read the end of the input
 
     def stored(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"f": self.frontier}
+        out: dict[str, Any] = {"frontier": self.frontier}
         if self.rows:
-            out["h"] = self.rows
+            out["held"] = self.rows
         return out
 
     def __bool__(self) -> bool:

@@ -28,9 +28,9 @@ class GroupSlot:
         self.state = state
         value = msgpack.unpackb(state.get[0], raw=False) if state.exists else {}
         if state_0_4.is_0_4(value):
-            value = {"u": state_0_4.upgrade(value, lambda queue: settings.attrs_for(queue)["QDPMAXEV"])}
-        self.blob: bytes | None = value.get("u")
-        self.held = Held(value.get("o"))
+            value = {"unit": state_0_4.upgrade(value, lambda queue: settings.attrs_for(queue)["QDPMAXEV"])}
+        self.blob: bytes | None = value.get("unit")
+        self.held = Held(value.get("order"))
         self.timer_at: int | None = None
         self.changed = False
 
@@ -40,16 +40,16 @@ class GroupSlot:
     @staticmethod
     def unit_value(stored_value: bytes) -> bytes | None:
         """The unit's own value (``qmon.streaming.state``) inside a group's stored value."""
-        return msgpack.unpackb(stored_value, raw=False).get("u")
+        return msgpack.unpackb(stored_value, raw=False).get("unit")
 
     def store(self, blob: bytes, timer_at: int | None) -> None:
         self.blob, self.timer_at, self.changed = blob, timer_at, True
 
     def commit(self) -> None:
         order = self.held.stored()
-        if self.blob is None and order == {"f": None}:
+        if self.blob is None and order == {"frontier": None}:
             return  # nothing to keep
-        self.state.update((msgpack.packb({"u": self.blob, "o": order}, use_bin_type=True),))
+        self.state.update((msgpack.packb({"unit": self.blob, "order": order}, use_bin_type=True),))
         watermark = self.state.getCurrentWatermarkMs()
         timer_at = self.timer_at
         if self.held:

@@ -8,8 +8,7 @@ A unit's state (``qmon.core.queues.ShardState``, ``qmon.core.structures.Structur
 dicts with string keys, lists, strings, bytes, integers, booleans and None, with its version in ``v``
 (``qmon.core.state_version``: the rules refuse another).  MessagePack keeps exactly that and nothing else
 (no classes, so renaming or moving code cannot make a stored value unreadable; a tuple comes back as a
-list).  A queue's fields by position (``QUEUE_SHAPES``) are the one layout kept here; its shapes are frozen
-by golden tests.
+list).  A queue's fields are stored by position, in the layout its ``TypedDict`` declares (``LAYOUTS``).
 """
 
 from __future__ import annotations
@@ -20,6 +19,8 @@ from typing import Any, TypedDict
 import msgpack
 
 from qmon.core.lazy import Lazy
+from qmon.core.queues import MQ_DEFAULTS, QueueState
+from qmon.core.structures import StructureQueueState
 
 
 class StoredStateError(ValueError):
@@ -39,74 +40,49 @@ def dumps(state: Mapping[str, Any]) -> bytes:
 #: one Packer for every queue value (``msgpack.packb`` builds a Packer per call, for every queue of a batch)
 _packer = msgpack.Packer(use_bin_type=True, default=_queues)
 
-#: a queue's fields in shape 1 (each later queue shape adds fields after them)
-_QUEUE_SHAPE_1 = (
-    "depth",
-    "svc_timer_start",
-    "svc_timer_clock",
-    "attrs",
-    "defined",
-    "reset_ts",
-    "high_depth",
-    "enq",
-    "deq",
-    "last_ts",
-    "stall_alert_id",
-    "stall_ok",
-)
-_QUEUE_SHAPE_3 = (*_QUEUE_SHAPE_1, "fc")
-
-#: The shapes of a queue's map (``qmon.core.queues.QueueState``; ``qmon.core.structures.StructureQueueState``,
-#: a queue's share of a structure) stored by position: ``[shape id, value, ...]`` instead of the map, the
-#: field names written here once rather than in every queue.  A map of any other keys or order (a queue
-#: without a stall hold has no ``stall_ok``) is stored as a map.  Within a state version an id is never
-#: changed nor reused: a stored value is read back by it (``tests/streaming/test_state.py`` holds the shapes
-#: frozen and golden values of each).
-QUEUE_SHAPES: dict[int, tuple[str, ...]] = {
-    1: _QUEUE_SHAPE_1,
-    2: ("msgs", "el", "ovf", "rej", "fifo"),
-    3: _QUEUE_SHAPE_3,
-    4: (*_QUEUE_SHAPE_3, "unseen", "puts", "lput", "lget"),
-    # a shared queue, in its queue-sharing group's shard: shape 4 and the member of its latest record
-    5: (*_QUEUE_SHAPE_3, "unseen", "puts", "lput", "lget", "by"),
+#: The layouts a queue's map is stored in by position, ``[layout id, value, ...]``: each the fields of its
+#: ``TypedDict`` in their declared order (``qmon.core.queues.QueueState``; ``qmon.core.structures.
+#: StructureQueueState``, a queue's share of a structure), so the field names are declared there once and
+#: written in no stored queue.  A queue's ``attrs`` are stored by position too, in the order of
+#: ``qmon.core.queues.MQ_DEFAULTS``.  A layout is part of the state version: ``tests/streaming/test_state.py``
+#: holds each layout's fields frozen, so that a field added, removed or moved comes with a new
+#: ``qmon.core.state_version``.  A map of other keys (none the rules make) is stored as a map.
+LAYOUTS: dict[int, tuple[str, ...]] = {
+    1: tuple(QueueState.__annotations__),
+    2: tuple(StructureQueueState.__annotations__),
 }
-#: a queue's ``attrs`` (shapes 1, 3, 4 and 5), by position too when they are exactly these
-#: (``qmon.core.queues.MQ_DEFAULTS``)
-ATTRS_SHAPE = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
-_SHAPE_IDS = {fields: sid for sid, fields in QUEUE_SHAPES.items()}
-_ATTRS = QUEUE_SHAPES[1].index("attrs")
-#: the shapes with ``attrs``, at the same place in each
-_WITH_ATTRS = frozenset(sid for sid, fields in QUEUE_SHAPES.items() if fields[_ATTRS : _ATTRS + 1] == ("attrs",))
+ATTRS_LAYOUT = tuple(MQ_DEFAULTS)
+_LAYOUT_IDS = {fields: lid for lid, fields in LAYOUTS.items()}
+_ATTRS = LAYOUTS[1].index("attrs")
 
 
 def dump_queue(queue: dict[str, Any]) -> bytes:
-    """One queue's state inside its unit's value (``qmon.core.lazy``): by position if its keys are a shape."""
-    sid = _SHAPE_IDS.get(tuple(queue))
-    if sid is None:
+    """One queue's state inside its unit's value (``qmon.core.lazy``): by position in its layout."""
+    lid = _LAYOUT_IDS.get(tuple(queue))
+    if lid is None:
         return _packer.pack(queue)
-    values = [sid, *queue.values()]
-    if sid in _WITH_ATTRS and isinstance(attrs := values[1 + _ATTRS], dict) and tuple(attrs) == ATTRS_SHAPE:
+    values = [lid, *queue.values()]
+    if lid == 1 and isinstance(attrs := values[1 + _ATTRS], dict) and tuple(attrs) == ATTRS_LAYOUT:
         values[1 + _ATTRS] = list(attrs.values())
     return _packer.pack(values)
 
 
 def load_queue(stored: Any) -> Any:
-    """One queue's state back as its map: stored by position (``QUEUE_SHAPES``), as an encoded map (a queue
-    of another shape, or a state of a version before 4), or a plain map (as it is)."""
+    """One queue's state back as its map: stored by position in a layout (``LAYOUTS``), or as a map."""
     if isinstance(stored, dict):
         return stored
     value = msgpack.unpackb(stored, raw=False)
     if isinstance(value, dict):
         return value
-    sid = value[0] if isinstance(value, list) and value else None
-    fields = QUEUE_SHAPES.get(sid) if type(sid) is int else None
+    lid = value[0] if isinstance(value, list) and value else None
+    fields = LAYOUTS.get(lid) if type(lid) is int else None
     if fields is None or len(value) != len(fields) + 1:
-        raise StoredStateError(f"a queue's stored value of no known shape (starts {bytes(stored[:16])!r})")
+        raise StoredStateError(f"a queue's stored value of no known layout (starts {bytes(stored[:16])!r})")
     queue = dict(zip(fields, value[1:], strict=True))
-    if sid in _WITH_ATTRS and isinstance(attrs := queue["attrs"], list):
-        if len(attrs) != len(ATTRS_SHAPE):
-            raise StoredStateError(f"a queue's stored attributes of no known shape: {attrs!r}")
-        queue["attrs"] = dict(zip(ATTRS_SHAPE, attrs, strict=True))
+    if lid == 1 and isinstance(attrs := queue["attrs"], list):
+        if len(attrs) != len(ATTRS_LAYOUT):
+            raise StoredStateError(f"a queue's stored attributes of no known layout: {attrs!r}")
+        queue["attrs"] = dict(zip(ATTRS_LAYOUT, attrs, strict=True))
     return queue
 
 

@@ -54,6 +54,14 @@ _SHAPES: dict[int, tuple[str, ...]] = {
 }
 #: a shape-1 queue's ``attrs`` by position
 _ATTRS = ("QSVCIEV", "QSVCINT", "MAXDEPTH", "QDEPTHHI", "QDEPTHLO", "QDPHIEV", "QDPLOEV", "QDPMAXEV")
+#: 0.4's names of a structure's fields and of a queue's share of it -> this qmon's
+_RENAMED = {
+    "msgs": "messages",
+    "el": "elements",
+    "ovf": "in_overflow",
+    "rej": "put_rejected",
+    "ovf_used": "overflow_used",
+}
 #: what a line leaves out: the rules' own bookkeeping (remembered event ids, the shard's index and snapshot pace)
 _INTERNAL = ("recent", "index", "snap")
 
@@ -93,7 +101,7 @@ def load_queue(blob: Any) -> dict[str, Any]:
 
 
 def _public(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in state.items() if k not in _INTERNAL and k != "v"}
+    return {_RENAMED.get(k, k): v for k, v in state.items() if k not in _INTERNAL and k != "v"}
 
 
 def _queue_line(owner: str, name: str, blob: Any) -> dict[str, Any]:
@@ -141,16 +149,17 @@ def _queue_now(q: dict[str, Any], qdpmaxev: Any) -> dict[str, Any]:
         "last_ts": q["last_ts"],
         "stall_alert_id": q.get("stall_alert_id"),
         "stall_ok": q.get("stall_ok"),
-        "fc": None,
+        "forecast": None,
         "unseen": max(int(q["depth"]), 0),
         "puts": [],
-        "lput": None,
-        "lget": None,
+        "last_put": None,
+        "last_get": None,
+        "member": None,
     }
 
 
 def _structure_queue_now(q: dict[str, Any]) -> dict[str, Any]:
-    return {k: q[k] for k in ("msgs", "el", "ovf", "rej", "fifo")}
+    return {_RENAMED.get(k, k): q[k] for k in ("msgs", "el", "ovf", "rej", "fifo")}
 
 
 def upgrade(value: dict[str, Any], qdpmaxev_for: Callable[[str], Any]) -> bytes:
@@ -159,8 +168,8 @@ def upgrade(value: dict[str, Any], qdpmaxev_for: Callable[[str], Any]) -> bytes:
     if "shards" not in value:  # a structure
         structure = _versioned(value, "a structure")
         queues = {n: stored.dump_queue(_structure_queue_now(load_queue(q))) for n, q in structure["queues"].items()}
-        kept = {k: v for k, v in structure.items() if k not in ("recent", "queues", "v")}
-        return stored.dumps({**kept, "v": STATE_VERSION, "queues": queues, "fc": None})
+        kept = {_RENAMED.get(k, k): v for k, v in structure.items() if k not in ("recent", "queues", "v")}
+        return stored.dumps({**kept, "v": STATE_VERSION, "queues": queues, "forecast": None})
     shards: dict[str, dict[str, bytes]] = {}
     for owner, numbered in value["shards"].items():
         for shard, blob in numbered.items():
@@ -175,5 +184,6 @@ def upgrade(value: dict[str, Any], qdpmaxev_for: Callable[[str], Any]) -> bytes:
 
 
 def is_0_4(value: dict[str, Any]) -> bool:
-    """Whether a monitor's stored value (decoded) is a unit's value as 0.4 stored it (later ones wrap it: ``u``)."""
-    return "u" not in value and "v" in value
+    """Whether a monitor's stored value (decoded) is a unit's value as 0.4 stored it (later ones wrap it:
+    ``unit``)."""
+    return "unit" not in value and "v" in value

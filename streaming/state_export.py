@@ -40,7 +40,7 @@ from qmon.streaming import state as stored
 QUEUE_MANAGER, QUEUE, STRUCTURE = "queue_manager", "queue", "structure"
 
 #: what a queue's line leaves out: what only the rules' own bookkeeping needs
-_QUEUE_INTERNAL = ("fc", "puts", "index")
+_QUEUE_INTERNAL = ("forecast", "puts", "index")
 
 
 def _jsonable(value: Any) -> Any:
@@ -54,8 +54,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, Any]]:
-    """The lines of one unit's stored value (the operator's ``GroupSlot``: ``{"u": unit value, "o": order}``)."""
-    blob = msgpack.unpackb(value, raw=False).get("u")
+    """The lines of one unit's stored value (the operator's ``GroupSlot``: ``{"unit": unit value, "order": ...}``)."""
+    blob = msgpack.unpackb(value, raw=False).get("unit")
     if blob is None:
         return
     if unit == "S":
@@ -115,7 +115,7 @@ def import_records(
         elif kind == QUEUE:
             owner, name = line["owner"], line["queue"]
             group = sharing.group_named(owner)
-            qmgr = owner if group is None else (line.get("by") or group.members[0])
+            qmgr = owner if group is None else (line.get("member") or group.members[0])
             defaults = settings.attrs_for(name)
             attrs = {**defaults, **(line.get("attrs") or {})}  # (an attribute a line leaves out: the default)
             if line.get("defined") or attrs != defaults:

@@ -7,10 +7,12 @@ checkpoint).  Pure."""
 
 from __future__ import annotations
 
-#: 6: every queue and structure keeps its fill forecasts' samples and episodes (``fc``), and every queue its
-#: messages' put times and its last put and get (a queue's values by position are shape 4); a queue-sharing
-#: group's shard keeps its members' PERFMEV, and each shared queue the member of its latest record (shape 5)
-STATE_VERSION = 6
+#: 7: every queue and structure keeps its fill forecasts' samples and episodes (``forecast``), and every queue its
+#: messages' put times and its last put and get; a queue-sharing group's shard keeps its members' PERFMEV, and
+#: each shared queue the member of its latest record; every field is named as its ``TypedDict`` declares it
+#: (``qmon.core.queues.QueueState``, ``qmon.core.structures.StructureState``), a queue's stored by position in
+#: that order (``qmon.streaming.state.LAYOUTS``)
+STATE_VERSION = 7
 
 
 class StateVersionError(ValueError):

@@ -133,8 +133,8 @@ def test_a_quiet_structure_whose_fill_stopped_resolves_by_the_clock():
     mon = StructureMonitor("MSGQ1", settings)
     for r in puts(1240):
         mon.on_activity(Activity(r["event_id"], "IMSA", r["queue"], "PUT", r["ts"], msg_bytes=500, clock=r["ts"] + 7))
-    assert mon.state["fc"] is not None and mon.state["fc"]["on"]
-    assert mon.next_scan_clock() == mon.state["fc"]["at"] + 7  # the next sample, on the arrival clock
+    assert mon.state["forecast"] is not None and mon.state["forecast"]["on"]
+    assert mon.next_scan_clock() == mon.state["forecast"]["at"] + 7  # the next sample, on the arrival clock
 
 
 def test_a_consumer_draining_in_batches_is_never_forecast():
@@ -155,7 +155,7 @@ def test_forecasts_off_raise_nothing_and_keep_no_samples():
     assert not alerts(out, *FORECASTS) and alerts(out, "OVERFLOW_MODE_ENTERED")
     mon = QueueMonitor("IMSA", replace(queues(), forecast=ForecastSettings(horizon_ms=0)))
     mon.on_activity(Activity("p", "IMSA", "Q", "PUT", T0))
-    assert mon.queues["Q"]["fc"] is None
+    assert mon.queues["Q"]["forecast"] is None
 
 
 # ---------------------------------------------------------------- queues
@@ -203,7 +203,7 @@ def test_a_quiet_queue_whose_fill_stopped_resolves_by_the_clock():
     mon = QueueMonitor("QM1", settings)
     for r in _queue_puts(1840):
         mon.on_activity(Activity(r["event_id"], "QM1", r["queue"], "PUT", r["ts"], clock=r["ts"] + 5))
-    fc = mon.queues["PAYROLL.IN"]["fc"]
+    fc = mon.queues["PAYROLL.IN"]["forecast"]
     assert fc is not None and fc["on"] and mon.next_stall_clock() == fc["at"] + 5
     assert mon.on_clock(fc["at"] + 4) == []  # not yet
     mon.pack()

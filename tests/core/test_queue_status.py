@@ -40,14 +40,14 @@ class Queue:
 
     def last(self) -> tuple[int | None, int | None]:
         """(last put, last get), from T."""
-        return tuple(None if t is None else t - T for t in (self.q["lput"], self.q["lget"]))  # type: ignore[return-value]
+        return tuple(None if t is None else t - T for t in (self.q["last_put"], self.q["last_get"]))  # type: ignore[return-value]
 
 
 def test_a_queue_never_put_to_nor_got_from_has_none_of_them():
     mon = QueueMonitor(QM, MonitorSettings())
     mon.on_command(parse_command(f"ALTER QLOCAL({Q}) QSVCINT(1000)"), T, "c1", reply=False)
     q = mon.queues[Q]
-    assert (q["lput"], q["lget"], oldest_put(q), msg_age(q, T + 60_000)) == (None, None, None, None)
+    assert (q["last_put"], q["last_get"], oldest_put(q), msg_age(q, T + 60_000)) == (None, None, None, None)
 
 
 def test_puts_and_gets_in_fifo_order_give_the_oldest_message_exactly():

@@ -124,7 +124,7 @@ def test_one_depth_and_one_service_timer_and_the_snapshot_names_the_group():
     for member, op, ts in [("QM1", "PUT", 1_000), ("QM2", "PUT", 2_000), ("QM2", "GET", 3_000), ("QM1", "PUT", 4_000)]:
         mon.on_activity(Activity(f"{member}-{ts}", member, "PAY.IN", op, T0 + ts))
     q = mon.queues["PAY.IN"]
-    assert (q["depth"], q["svc_timer_start"], q["enq"], q["deq"], q["by"]) == (2, T0 + 3_000, 3, 1, "QM1")
+    assert (q["depth"], q["svc_timer_start"], q["enq"], q["deq"], q["member"]) == (2, T0 + 3_000, 3, 1, "QM1")
     [snap] = [e for e in mon.snapshot(T0 + 5_000)]
     assert snap.key == "QSG1" and snap.record["qmgr"] == "QSG1" and snap.record["qsg"] == "QSG1"
     assert [(s["queue"], s["depth"], s["last_put"]) for s in snap.record["queues"]] == [("PAY.IN", 2, T0 + 4_000)]

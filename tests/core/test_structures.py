@@ -69,9 +69,9 @@ def test_a_long_message_splits_between_ready_and_staging_queue():
     m = mon(size=100, lgmsgsz=4096)
     put(m, "1TRAN", 4096 + 1500)
     qs = m.state["queues"]
-    assert qs["1TRAN"]["el"] == 8 and qs["2TRAN"]["el"] == 3 and m.state["used"] == 11
+    assert qs["1TRAN"]["elements"] == 8 and qs["2TRAN"]["elements"] == 3 and m.state["used"] == 11
     get(m, "1TRAN", 4096 + 1500)
-    assert qs["1TRAN"]["el"] == 0 and qs["2TRAN"]["el"] == 0 and m.state["used"] == 0
+    assert qs["1TRAN"]["elements"] == 0 and qs["2TRAN"]["elements"] == 0 and m.state["used"] == 0
 
 
 def test_a_get_without_msg_bytes_frees_the_oldest_message_exactly():
@@ -79,7 +79,7 @@ def test_a_get_without_msg_bytes_frees_the_oldest_message_exactly():
     put(m, "1TRAN", 512)
     put(m, "1TRAN", 2048)
     get(m, "1TRAN", None)
-    assert m.state["queues"]["1TRAN"]["el"] == 4  # FIFO: the 1-element message went first
+    assert m.state["queues"]["1TRAN"]["elements"] == 4  # FIFO: the 1-element message went first
     get(m, "1TRAN", None)
     assert m.state["used"] == 0
 
@@ -179,10 +179,10 @@ def test_without_an_overflow_structure_puts_to_approved_queues_are_rejected_once
     m = mon(size=10, fullthreshold=100)
     fill(m, "1BIG", 10)
     fill(m, "1SML", 4)  # 70%: 1BIG approved (10 el -> 20%)
-    assert m.state["queues"]["1BIG"]["ovf"]
+    assert m.state["queues"]["1BIG"]["in_overflow"]
     out = fill(m, "1BIG", 3)
     assert types(out) == [("QUEUE_PUTS_REJECTED", "FIRING")]
-    assert m.state["queues"]["1BIG"]["el"] == 10 and m.state["rejected"] == 3
+    assert m.state["queues"]["1BIG"]["elements"] == 10 and m.state["rejected"] == 3
     # the threshold is not checked again while in overflow mode
     assert types(fill(m, "1SML", 2)) == []
 
@@ -197,7 +197,7 @@ def test_without_an_overflow_structure_overflow_ends_when_usage_drops_to_target(
         out.extend(get(m, "1BIG"))  # 13, 12, 11, 10 -> 50%
     assert types(out) == [("QUEUE_PUTS_REJECTED", "RESOLVED"), ("OVERFLOW_MODE_ENDED", "RESOLVED")]
     assert out[0].record["alert_id"] == rejected[0].record["alert_id"]
-    assert not m.state["queues"]["1BIG"]["ovf"]
+    assert not m.state["queues"]["1BIG"]["in_overflow"]
     assert types(fill(m, "1BIG", 1)) == []  # puts accepted again
 
 
@@ -208,11 +208,11 @@ def test_approved_queues_move_to_the_overflow_structure_and_count_there():
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=10)
     fill(m, "1BIG", 10)
     fill(m, "1SML", 4)
-    assert m.state["used"] == 4 and m.state["ovf_used"] == 10
+    assert m.state["used"] == 4 and m.state["overflow_used"] == 10
     put(m, "1BIG")
-    assert m.state["used"] == 4 and m.state["ovf_used"] == 11
+    assert m.state["used"] == 4 and m.state["overflow_used"] == 11
     get(m, "1BIG")
-    assert m.state["ovf_used"] == 10
+    assert m.state["overflow_used"] == 10
 
 
 def test_more_queues_are_selected_when_the_primary_reaches_the_threshold_again():
@@ -221,7 +221,7 @@ def test_more_queues_are_selected_when_the_primary_reaches_the_threshold_again()
     fill(m, "1SML", 4)  # 1BIG moves: primary 4
     out = fill(m, "1SML", 10)  # primary 14 = 70% again
     assert types(out) == [("CANDIDATES", "")]  # no second OVERFLOW_MODE_ENTERED
-    assert m.state["queues"]["1SML"]["ovf"]
+    assert m.state["queues"]["1SML"]["in_overflow"]
 
 
 def test_overflow_structure_full_rejects_puts_to_overflow_queues_while_the_primary_carries_on():
@@ -244,7 +244,7 @@ def test_the_overflow_scan_returns_empty_queues_and_ends_overflow_mode_in_event_
         get(m, "1BIG", ts=minute)
     # between scans an empty queue stays in overflow
     assert types(put(m, "1OTHER", ts=14 * minute)) == []
-    assert m.state["queues"]["1BIG"]["ovf"]
+    assert m.state["queues"]["1BIG"]["in_overflow"]
     out = put(m, "1OTHER", ts=15 * minute)
     assert types(out) == [("QUEUE_OVERFLOW_ENDED", "INFO"), ("OVERFLOW_MODE_ENDED", "RESOLVED")]
     assert out[0].record["ts"] == 15 * minute and out[0].record["queue"] == "1BIG"
@@ -357,11 +357,11 @@ def test_a_get_without_msg_bytes_frees_the_long_message_and_its_staging_part():
     put(m, "5LTERM", 1024 + 3000)  # 2 elements on 5LTERM, 6 on 6LTERM
     put(m, "5LTERM", 100)  # 1 element
     qs = m.state["queues"]
-    assert m.state["used"] == 9 and qs["6LTERM"]["el"] == 6
+    assert m.state["used"] == 9 and qs["6LTERM"]["elements"] == 6
     get(m, "5LTERM", None)  # FIFO: the long message goes first, with its staging part
-    assert qs["5LTERM"]["el"] == 1 and qs["6LTERM"]["el"] == 0 and m.state["used"] == 1
+    assert qs["5LTERM"]["elements"] == 1 and qs["6LTERM"]["elements"] == 0 and m.state["used"] == 1
     get(m, "5LTERM", None)
-    assert m.state["used"] == 0 and qs["5LTERM"]["msgs"] == 0 and qs["6LTERM"]["msgs"] == 0
+    assert m.state["used"] == 0 and qs["5LTERM"]["messages"] == 0 and qs["6LTERM"]["messages"] == 0
 
 
 def test_gets_free_what_each_put_took_in_fifo_order():
@@ -394,7 +394,7 @@ def test_usage_never_drifts_over_many_mixed_puts_and_gets():
     for _ in range(300):
         get(m, "1TRAN", None)
     assert m.state["used"] == 0
-    assert all(q["el"] == 0 and q["msgs"] == 0 for q in m.state["queues"].values())
+    assert all(q["elements"] == 0 and q["messages"] == 0 for q in m.state["queues"].values())
 
 
 def test_the_per_queue_fifo_is_bounded_and_totals_stay_exact():
@@ -429,8 +429,8 @@ def test_approved_queues_move_only_while_they_fit_in_the_overflow_structure():
         ("1BIG", "approve", False),
         ("1MID", "approve", True),
     ]
-    assert m.state["ovf_used"] == 5 and m.state["used"] == 9
-    assert not m.state["queues"]["1BIG"]["ovf"] and m.state["queues"]["1MID"]["ovf"]
+    assert m.state["overflow_used"] == 5 and m.state["used"] == 9
+    assert not m.state["queues"]["1BIG"]["in_overflow"] and m.state["queues"]["1MID"]["in_overflow"]
     assert m.ovf_usage() <= 100.0
 
 
@@ -438,7 +438,7 @@ def test_overflow_usage_is_never_reported_above_100_percent():
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=3)  # 6 elements of overflow
     fill(m, "1BIG", 10)
     out = fill(m, "1SML", 4) + fill(m, "1SML", 20) + fill(m, "1BIG", 5)
-    assert m.state["ovf_used"] <= m.ovf_capacity
+    assert m.state["overflow_used"] <= m.ovf_capacity
     for e in out:
         for k in ("usage_before_pct", "usage_after_pct", "usage_pct"):
             assert (e.record.get(k) or 0) <= 100.0
@@ -566,7 +566,7 @@ def test_leaving_overflow_mode_rearms_selection():
     and the next put at or above OVFLWMAX selects again (a queue that now fits moves)."""
     m = mon(size=10, ovflwstr="OVF1", ovflwsize=3, overflow_scan_interval_ms=60_000, fullthreshold=100)
     fill(m, "1A", 14, ts=0)  # 70%: 1A (14) does not fit in 6 elements
-    assert not m.state["queues"]["1A"]["ovf"]
+    assert not m.state["queues"]["1A"]["in_overflow"]
     out = put(m, "1C", ts=60_000)  # the scan at 60 s: no queue in overflow, overflow mode ends; 15/20 = 75%
     kinds = types(out)
     assert ("OVERFLOW_MODE_ENDED", "RESOLVED") in kinds and ("OVERFLOW_MODE_ENTERED", "FIRING") in kinds

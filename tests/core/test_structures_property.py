@@ -43,11 +43,13 @@ def _run(records: list[dict[str, Any]]) -> tuple[dict[str, StructureMonitor], li
             out.append((r["structure"], None, above))  # a record that raised nothing still moves usage
         if m.definition is not None:
             st = m.state
-            primary = sum(q["el"] for n, q in st["queues"].items() if not (q["ovf"] and m.definition.ovflwstr))
-            overflow = sum(q["el"] for q in st["queues"].values() if q["ovf"] and m.definition.ovflwstr)
-            assert st["used"] == primary and st["ovf_used"] == overflow
-            assert 0 <= st["used"] <= m.capacity and 0 <= st["ovf_used"] <= max(m.ovf_capacity, 0)
-            assert all(q["el"] >= 0 and q["msgs"] >= 0 for q in st["queues"].values())
+            primary = sum(
+                q["elements"] for n, q in st["queues"].items() if not (q["in_overflow"] and m.definition.ovflwstr)
+            )
+            overflow = sum(q["elements"] for q in st["queues"].values() if q["in_overflow"] and m.definition.ovflwstr)
+            assert st["used"] == primary and st["overflow_used"] == overflow
+            assert 0 <= st["used"] <= m.capacity and 0 <= st["overflow_used"] <= max(m.ovf_capacity, 0)
+            assert all(q["elements"] >= 0 and q["messages"] >= 0 for q in st["queues"].values())
     return monitors, out
 
 
@@ -108,4 +110,4 @@ def test_getting_everything_that_was_put_frees_everything(records):
         while m.state["queues"][name]["fifo"]:
             m.on_activity(Activity(f"drain-{t}", "IMSA", name, "GET", t, msg_bytes=None, reason=None, clock=t))
             t += 1
-    assert m.state["used"] == 0 and m.state["ovf_used"] == 0
+    assert m.state["used"] == 0 and m.state["overflow_used"] == 0

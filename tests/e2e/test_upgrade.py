@@ -1,5 +1,5 @@
 """Upgrading keeps state: a job started on a checkpoint that an earlier build of this state version wrote
-(``tests/fixtures/checkpoint-v6``, kept as test data) carries on with its depths, service timers and attributes,
+(``tests/fixtures/checkpoint-v7``, kept as test data) carries on with its depths, service timers and attributes,
 and gives the outputs of a job that never stopped; ``qmon state export`` reads what it holds.
 
 The checkpoint was written by ``write_fixture`` below (``QMON_WRITE_UPGRADE_FIXTURE=1 pytest

@@ -355,7 +355,7 @@ def test_a_queue_sharing_groups_shard_takes_every_members_rows_and_names_each_me
     assert list(g.shard(qmgr="QM1")["queues"]) == ["ORDERS"]
     shared = g.shard(qmgr="QSG1")
     assert shared["member_perfmev"] == {"QM1": "ENABLED", "QM2": "ENABLED"}
-    assert stored.load_queue(shared["queues"]["PAY.IN"])["by"] == "QM2"
+    assert stored.load_queue(shared["queues"]["PAY.IN"])["member"] == "QM2"
 
 
 # ---------------------------------------------------------------- event-time order across partitions
@@ -380,18 +380,18 @@ def test_records_past_the_frontier_wait_and_a_batch_without_data_releases_them()
     first = [put(1_000, "A", 1), put(3_000, "A", 2), row("A", 2_000, seq=1, event_id="b1", queue="B", op="PUT",
              msg_bytes=1, src_partition=1)]  # fmt: skip
     g.rows(KEY, frame(*first, mark(3_000, 0), mark(1_500, 1), mark(2_000, 1)))  # (two hands saw partition 1)
-    held = msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
-    assert held["f"] == 2_000 and held["h"]["ts"] == [2_000, 3_000]
+    held = msgpack.unpackb(g.values[KEY][0], raw=False)["order"]
+    assert held["frontier"] == 2_000 and held["held"]["ts"] == [2_000, 3_000]
     assert g.timeouts[KEY] == max(g.watermark, 1)  # (timed out at the next batch whose watermark moves)
     assert depth(g, "A") == 1  # the put at 3,000 not applied yet
     g.rows(KEY, frame(row("A", 2_500, seq=2, event_id="b2", queue="B", op="PUT", msg_bytes=1, src_partition=1),
                       row("A", 4_000, seq=3, event_id="b3", queue="B", op="PUT", msg_bytes=1, src_partition=1),
                       mark(4_000)))  # fmt: skip
     assert depth(g, "A") == 2 and depth(g, "B") == 2
-    assert msgpack.unpackb(g.values[KEY][0], raw=False)["o"]["h"]["ts"] == [4_000]
+    assert msgpack.unpackb(g.values[KEY][0], raw=False)["order"]["held"]["ts"] == [4_000]
     g.advance(10)  # a batch without data: every partition at its end
     assert depth(g, "B") == 3
-    assert "h" not in msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+    assert "held" not in msgpack.unpackb(g.values[KEY][0], raw=False)["order"]
 
 
 def test_a_record_behind_the_frontier_reached_is_applied_at_once_and_counted():
@@ -430,7 +430,7 @@ def test_the_end_of_the_input_applies_what_waits_publishes_its_snapshot_and_orde
     out = decoded(g.rows(KEY, frame(mark(NO_TIME, 1))))
     assert depth(g, "A") == 2
     assert [[(q["queue"], q["depth"]) for q in r["queues"]] for t, r in out if t == topics.SNAPSHOT] == [[("A", 2)]]
-    assert "h" not in msgpack.unpackb(g.values[KEY][0], raw=False)["o"]
+    assert "held" not in msgpack.unpackb(g.values[KEY][0], raw=False)["order"]
     later = g.rows(KEY, frame(put(3_000, "A", 3), put(4_000, "A", 4), mark(4_000)))
     assert LATE not in set(later.get("topic", []))
     assert depth(g, "A") == 3  # the put at 4,000 waits again

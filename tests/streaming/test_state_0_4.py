@@ -68,7 +68,7 @@ def test_qdpmaxev_disabled_as_0_4_defaulted_it_is_left_to_the_configuration():
 def test_a_structures_value_is_one_line_with_its_queues():
     [line] = state_0_4.unit_lines("S", "MSGQ1", STRUCTURE)
     assert (line["kind"], line["structure"], line["used"], line["size_kb"]) == ("structure", "MSGQ1", 2, 10)
-    assert line["queues"]["1KEEPME"]["msgs"] == 2
+    assert line["queues"]["1KEEPME"]["messages"] == 2
 
 
 def test_state_of_another_version_is_refused_naming_it():
@@ -92,17 +92,22 @@ def test_a_0_4_value_is_migrated_to_this_qmons_state():
     assert (shard["v"], shard["perfmev"], shard["interest"]) == (STATE_VERSION, "ENABLED", {"PAY*": ["OPS"]})
     pay = stored.load_queue(shard["queues"]["PAYROLL.IN"])
     assert (pay["depth"], pay["svc_timer_start"], pay["attrs"]["QSVCINT"]) == (3, T0 + 1_000, 2000)
-    assert (pay["unseen"], pay["puts"], pay["lput"], pay["fc"]) == (3, [], None, None)  # (0.4 kept no put times)
+    assert (pay["unseen"], pay["puts"], pay["last_put"], pay["forecast"]) == (
+        3,
+        [],
+        None,
+        None,
+    )  # (0.4 kept no put times)
     assert pay["attrs"]["QDPMAXEV"] is True  # (0.4's default DISABLED: the configuration's now)
-    assert list(pay) == list(stored.QUEUE_SHAPES[4])  # (stored by position, as this qmon stores a queue)
+    assert list(pay) == list(stored.LAYOUTS[1])  # (stored by position, as this qmon stores a queue)
 
     structure = stored.loads(state_0_4.upgrade(msgpack.unpackb(STRUCTURE, raw=False), lambda q: True))
-    assert (structure["v"], structure["used"], structure["fc"]) == (STATE_VERSION, 2, None)
+    assert (structure["v"], structure["used"], structure["forecast"]) == (STATE_VERSION, 2, None)
     assert stored.load_queue(structure["queues"]["1KEEPME"]) == {
-        "msgs": 2,
-        "el": 2,
-        "ovf": False,
-        "rej": False,
+        "messages": 2,
+        "elements": 2,
+        "in_overflow": False,
+        "put_rejected": False,
         "fifo": [[2, 2, 0]],
     }
-    assert not state_0_4.is_0_4({"u": b"", "o": {}})
+    assert not state_0_4.is_0_4({"unit": b"", "order": {}})

@@ -41,8 +41,8 @@ def test_a_units_value_is_a_line_per_shard_and_per_queue_with_its_fields_by_name
     queues = {x["queue"]: x for x in lines if x["kind"] == QUEUE}
     assert set(queues) == {"ORDERS", "PAY.IN"}
     assert queues["ORDERS"]["owner"] == "QM1" and queues["ORDERS"]["depth"] == 2
-    assert queues["ORDERS"]["attrs"]["MAXDEPTH"] == 10 and queues["ORDERS"]["lput"] == T0 + 2_000
-    assert queues["PAY.IN"]["depth"] == 0 and queues["PAY.IN"]["lget"] == T0 + 4_000
+    assert queues["ORDERS"]["attrs"]["MAXDEPTH"] == 10 and queues["ORDERS"]["last_put"] == T0 + 2_000
+    assert queues["PAY.IN"]["depth"] == 0 and queues["PAY.IN"]["last_get"] == T0 + 4_000
 
 
 def test_imported_lines_give_a_new_monitor_the_depths_attributes_perfmev_and_registrations():
@@ -74,7 +74,7 @@ def test_a_shared_queue_is_defined_shared_on_the_member_of_its_latest_record():
     lines = [
         {"kind": QUEUE_MANAGER, "name": "QSG1", "shard": 0, "v": 6, "perfmev": None,
          "member_perfmev": {"QM2": "ENABLED"}},
-        {"kind": QUEUE, "owner": "QSG1", "queue": "PAY.IN", "depth": 4, "defined": True, "by": "QM2",
+        {"kind": QUEUE, "owner": "QSG1", "queue": "PAY.IN", "depth": 4, "defined": True, "member": "QM2",
          "attrs": settings.attrs_for("PAY.IN")},
     ]  # fmt: skip
     commands, activity = import_records(lines, settings, T0)

@@ -81,8 +81,8 @@ def _date_time(ms: int | None) -> tuple[str, str]:
 
 def queue_status(cmd: Command, name: str, q: QueueState, ts: int) -> str:
     """DISPLAY QSTATUS's block for ``q`` at event time ``ts``."""
-    lget_date, lget_time = _date_time(q["lget"])
-    lput_date, lput_time = _date_time(q["lput"])
+    lget_date, lget_time = _date_time(q["last_get"])
+    lput_date, lput_time = _date_time(q["last_put"])
     age = 0 if q["depth"] == 0 else msg_age(q, ts)
     values: dict[str, Any] = {
         "CURDEPTH": q["depth"],

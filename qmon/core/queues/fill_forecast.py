@@ -50,7 +50,7 @@ class QueueFillForecast:
     def catch_up(self, queue: str, q: QueueState, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged; the forecasts
         started, or stopped, as the settings say."""
-        settings, fc = self.settings.forecast, q["fc"]
+        settings, fc = self.settings.forecast, q["forecast"]
         if fc is not None and ts < fc["at"] and fc["step"] == settings.step_ms:
             return []  # no sample due (most records)
         out: list[Emit] = []
@@ -58,9 +58,9 @@ class QueueFillForecast:
             out = [
                 self._record(queue, q, d, source) for d in Forecaster(settings, fc, (self.shard.qmgr, queue)).close(ts)
             ]
-            fc = q["fc"] = None
+            fc = q["forecast"] = None
         if fc is None and settings.step_ms:
-            fc = q["fc"] = start(settings, ts, 1)
+            fc = q["forecast"] = start(settings, ts, 1)
         if fc is not None:
             decisions = Forecaster(settings, fc, (self.shard.qmgr, queue)).advance(ts, [q["depth"]], self._targets(q))
             out.extend(self._record(queue, q, d, f"forecast:{d.key}@{d.at}") for d in decisions)
@@ -69,7 +69,7 @@ class QueueFillForecast:
     def on_activity(self, rec: Activity, q: QueueState, clock: int) -> list[Emit]:
         """After ``rec``: FIRING forecasts whose threshold it reached, or that no longer apply, resolve; while one
         fires, the queue keeps its newest [event time, arrival clock] for its timer."""
-        fc = q["fc"]
+        fc = q["forecast"]
         if fc is None or not fc["on"]:
             return []
         a, depth, out = q["attrs"], q["depth"], []
@@ -92,7 +92,7 @@ class QueueFillForecast:
 
     def due(self, q: QueueState) -> int | None:
         """The arrival-clock time of the queue's next sample while a forecast fires (its timer), else None."""
-        fc = q["fc"]
+        fc = q["forecast"]
         if fc is None or not fc["on"] or "clk" not in fc:
             return None
         ts, clock = fc["clk"]
@@ -101,13 +101,13 @@ class QueueFillForecast:
     def on_clock(self, queue: str, q: QueueState, clock: int) -> list[Emit]:
         """The arrival clock reached ``clock``: while a forecast fires, the queue's samples due by the matching
         event time are taken and judged (a quiet queue's depth stays as it is)."""
-        fc = q["fc"]
+        fc = q["forecast"]
         if self.due(q) is None or fc is None:
             return []
         ts, at = fc["clk"]
         out = self.catch_up(queue, q, ts + (clock - at), f"clock@{clock}")
-        if q["fc"] is not None and not q["fc"]["on"]:
-            q["fc"].pop("clk", None)
+        if q["forecast"] is not None and not q["forecast"]["on"]:
+            q["forecast"].pop("clk", None)
         return out
 
     # ---------------------------------------------------------------- the records

@@ -78,7 +78,7 @@ class QueueMonitor:
         out = self.stall.catch_up(rec.queue, q, rec.ts)
         out.extend(self.forecast.catch_up(rec.queue, q, rec.ts, rec.event_id))
         if self.qsg is not None:  # a shared queue: from here on, the member's operation
-            q["by"] = rec.qmgr
+            q["member"] = rec.qmgr
         out.extend(self.service_interval.on_activity(rec, q, clock))
         out.extend(self.forecast.on_activity(rec, q, clock))
         return out

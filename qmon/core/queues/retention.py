@@ -25,7 +25,7 @@ class Retention:
             q["depth"] == 0
             and not q["defined"]
             and q["stall_alert_id"] is None
-            and not (q["fc"] is not None and q["fc"]["on"])
+            and not (q["forecast"] is not None and q["forecast"]["on"])
             and q["svc_timer_start"] is None
             and q["attrs"] == self.settings.attrs_for(name)
         )

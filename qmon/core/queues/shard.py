@@ -81,14 +81,14 @@ class Shard:
         """The PERFMEV ``q``'s events follow: its queue manager's; a shared queue's, that of the member whose put,
         get or START was applied last (``by``), as the queue manager that performs an operation is the one
         that would raise its event."""
-        return self.perfmev if self.qsg is None else self.member_perfmev(q.get("by"))
+        return self.perfmev if self.qsg is None else self.member_perfmev(q.get("member"))
 
     def named(self, q: QueueState) -> tuple[str, str | None]:
         """(qmgr, qsg) a record about ``q`` names: its queue manager and None; for a shared queue, the member of
         its latest put, get or START, and the group."""
         if self.qsg is None:
             return self.qmgr, None
-        return q.get("by") or self.qmgr, self.qsg
+        return q.get("member") or self.qmgr, self.qsg
 
     def about(self, queue: str) -> str:
         """``queue`` as an alert's summary names it: ``Queue Q on QM1``, ``Shared queue Q of queue-sharing group
@@ -115,14 +115,13 @@ class Shard:
                 last_ts=ts,
                 stall_alert_id=None,
                 stall_ok=None,
-                fc=start(self.settings.forecast, ts, 1) if self.settings.forecast.step_ms else None,
+                forecast=start(self.settings.forecast, ts, 1) if self.settings.forecast.step_ms else None,
                 unseen=0,
                 puts=[],
-                lput=None,
-                lget=None,
+                last_put=None,
+                last_get=None,
+                member=None,
             )
-            if self.qsg is not None:
-                q["by"] = None
             self.queues[name] = q
         return q
 

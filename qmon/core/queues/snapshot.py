@@ -52,8 +52,8 @@ class Snapshots:
                     "depth": q["depth"],
                     "service_timer_start": q["svc_timer_start"],
                     "oldest_message_put": oldest_put(q),
-                    "last_put": q["lput"],
-                    "last_get": q["lget"],
+                    "last_put": q["last_put"],
+                    "last_get": q["last_get"],
                 }
                 for n, q in zip(names, queues, strict=True)
             ],

@@ -168,5 +168,5 @@ def _status(q: QueueState, ts: int) -> str:
         oldest = f"The age of its oldest message is unknown (qmon did not see {which})"
     else:
         oldest = f"Its oldest message, put at {_iso(put)}, is {msg_age(q, ts)} s old (MSGAGE)"
-    last = f"its last get was at {_iso(q['lget'])}" if q["lget"] is not None else "qmon has seen no get from it"
+    last = f"its last get was at {_iso(q['last_get'])}" if q["last_get"] is not None else "qmon has seen no get from it"
     return f"{oldest}; {last}."

@@ -21,20 +21,19 @@ class QueueState(TypedDict):
     deq: int
     last_ts: int  # newest event time seen (for TTL)
     stall_alert_id: str | None  # alert_id of the firing QUEUE_STALLED episode
-    # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold);
-    # absent in states stored without a hold (read with ``.get``)
-    stall_ok: NotRequired[list[int] | None]
-    fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
+    # [event time, arrival clock] since the queue has been served in time while a stall fires (the hold)
+    stall_ok: list[int] | None
+    forecast: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
     # what DISPLAY QSTATUS shows beyond the depth (``qmon.core.queues.status``); ``unseen`` and the runs' counts
     # add up to ``depth``
     unseen: int  # messages at the head of the queue whose puts qmon did not see (the oldest's age is unknown)
     puts: list[int]  # the others' put times, oldest first, as put-time runs (``qmon.core.message_runs``)
-    lput: int | None  # LPUTDATE and LPUTTIME: event time of the newest put seen (None: none seen)
-    lget: int | None  # LGETDATE and LGETTIME: event time of the newest get seen (None: none seen)
+    last_put: int | None  # LPUTDATE and LPUTTIME: event time of the newest put seen (None: none seen)
+    last_get: int | None  # LGETDATE and LGETTIME: event time of the newest get seen (None: none seen)
     # a shared queue's (kept in its queue-sharing group's shard, ``qmon.core.sharing``): the member whose put, get
-    # or START qmon applied last (None: none yet), whose PERFMEV the queue's events follow and which an alert
-    # raised by the clock names; absent from a queue manager's own queues
-    by: NotRequired[str | None]
+    # or START qmon applied last, whose PERFMEV the queue's events follow and which an alert raised by the clock
+    # names; None for a queue manager's own queues and for a shared queue before its first record
+    member: str | None
 
 
 class ShardState(TypedDict):

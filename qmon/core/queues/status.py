@@ -55,9 +55,9 @@ def on_put(q: QueueState, before: int, after: int, ts: int) -> None:
     push_time(q["puts"], ts)
     if after != before + 1:
         recount(q, before + 1, after)
-    lput = q["lput"]
+    lput = q["last_put"]
     if lput is None or ts > lput:
-        q["lput"] = ts
+        q["last_put"] = ts
 
 
 def on_get(q: QueueState, before: int, after: int, ts: int) -> None:
@@ -71,6 +71,6 @@ def on_get(q: QueueState, before: int, after: int, ts: int) -> None:
             take_times(q["puts"])
     if after != max(0, before - 1):
         recount(q, max(0, before - 1), after)
-    lget = q["lget"]
+    lget = q["last_get"]
     if lget is None or ts > lget:
-        q["lget"] = ts
+        q["last_get"] = ts

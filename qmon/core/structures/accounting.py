@@ -35,7 +35,7 @@ class DataElements:
 
     def _in_overflow_structure(self, queue: str) -> bool:
         q = self.state["queues"].get(queue)
-        return bool(q and q["ovf"] and self.definition and self.definition.ovflwstr)
+        return bool(q and q["in_overflow"] and self.definition and self.definition.ovflwstr)
 
     def put(self, rec: Activity) -> list[Emit]:
         """A put: its message's elements taken, or the put rejected; then OVFLWMAX, near full and the holds."""
@@ -44,10 +44,10 @@ class DataElements:
         out: list[Emit] = []
         q = s.queue(rec.queue)
         # no overflow structure: puts to approved queues are rejected (IMS, *CQS structure overflow function*)
-        if q["ovf"] and not d.ovflwstr:
+        if q["in_overflow"] and not d.ovflwstr:
             st["rejected"] += 1
-            if not q["rej"]:
-                q["rej"] = True
+            if not q["put_rejected"]:
+                q["put_rejected"] = True
                 out.append(
                     s.alert(
                         "QUEUE_PUTS_REJECTED",
@@ -82,7 +82,7 @@ class DataElements:
             else:
                 primary_need += n
         before = (st["used"], s.capacity)  # usage before, rounded only if reported
-        if ovf_need and st["ovf_used"] + ovf_need > s.ovf_capacity:
+        if ovf_need and st["overflow_used"] + ovf_need > s.ovf_capacity:
             st["rejected"] += 1
             if st["ovf_full_alert_id"] is None:
                 aid = st["ovf_full_alert_id"] = event_id("ovf-full", s.name, rec.event_id)
@@ -145,10 +145,10 @@ class DataElements:
             return out
         for (name, n), ovf in zip(parts, where, strict=True):
             pq = q if name == rec.queue else s.queue(name)
-            pq["msgs"] += 1
-            pq["el"] += n
+            pq["messages"] += 1
+            pq["elements"] += n
             if ovf:
-                st["ovf_used"] += n
+                st["overflow_used"] += n
             else:
                 st["used"] += n
         push_size(q["fifo"], parts[0][1], parts[1][1] if len(parts) > 1 else 0)
@@ -198,11 +198,11 @@ class DataElements:
             pq = st["queues"].get(name)
             if pq is None:
                 continue
-            n = min(n, pq["el"])
-            if pq["msgs"] > 0 and (n > 0 or name == rec.queue):
-                pq["msgs"] -= 1  # (a staging part of a merged run's average may be 0 elements)
-            pq["el"] -= n
+            n = min(n, pq["elements"])
+            if pq["messages"] > 0 and (n > 0 or name == rec.queue):
+                pq["messages"] -= 1  # (a staging part of a merged run's average may be 0 elements)
+            pq["elements"] -= n
             if self._in_overflow_structure(name):
-                st["ovf_used"] -= n
+                st["overflow_used"] -= n
             else:
                 st["used"] -= n

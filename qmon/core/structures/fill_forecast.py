@@ -55,7 +55,7 @@ class StructureFillForecast:
 
     def _levels(self) -> list[int]:
         st = self.state
-        return [st["used"], st["ovf_used"]][: self._series()]
+        return [st["used"], st["overflow_used"]][: self._series()]
 
     def _targets(self) -> list[Target]:
         d, st, s = self.definition, self.state, self.structure
@@ -67,24 +67,24 @@ class StructureFillForecast:
                 out.append(Target("OVFLWMAX", 0, ovflwmax))
         if (d.resource or st["size_kb"] >= d.size) and st["full_alert_id"] is None and st["used"] < cap:
             out.append(Target("FULL", 0, cap))
-        if d.ovflwstr and st["ovf_full_alert_id"] is None and st["ovf_used"] < s.ovf_capacity:
+        if d.ovflwstr and st["ovf_full_alert_id"] is None and st["overflow_used"] < s.ovf_capacity:
             out.append(Target("OVERFLOW_FULL", 1, s.ovf_capacity))
         return out
 
     def _forecaster(self, ts: int, source: str) -> tuple[Forecaster | None, list[Emit]]:
         """The structure's forecaster, started (or stopped, resolving its episodes) as the settings say."""
         st, settings = self.state, self.settings.forecast
-        fc, out = st["fc"], []
+        fc, out = st["forecast"], []
         if fc is not None and (fc["step"] != settings.step_ms or len(fc["s"]) != self._series()):
             out = [self._record(d, source) for d in Forecaster(settings, fc, (self.structure.name,)).close(ts)]
-            fc = st["fc"] = None
+            fc = st["forecast"] = None
         if fc is None and settings.step_ms:
-            fc = st["fc"] = start(settings, ts, self._series())
+            fc = st["forecast"] = start(settings, ts, self._series())
         return (Forecaster(settings, fc, (self.structure.name,)) if fc is not None else None), out
 
     def catch_up(self, ts: int, source: str) -> list[Emit]:
         """The samples due by event time ``ts`` (before the record at ``ts`` applies), judged."""
-        now = self.state["fc"]
+        now = self.state["forecast"]
         if now is not None and ts < now["at"] and now["step"] == self.settings.forecast.step_ms:
             return []  # no sample due (most records)
         fc, out = self._forecaster(ts, source)
@@ -96,7 +96,7 @@ class StructureFillForecast:
     def on_activity(self, rec: Activity, emits: list[Emit]) -> list[Emit]:
         """After ``rec`` (which raised ``emits``): FIRING forecasts whose threshold it reached, or that no
         longer apply, resolve."""
-        fc = self.state["fc"]
+        fc = self.state["forecast"]
         if fc is None or (not emits and not fc["on"]):
             return []  # (nothing fires, and no selection moved queues: nothing to resolve or restart)
         forecaster, d, st = Forecaster(self.settings.forecast, fc, (self.structure.name,)), self.definition, self.state
@@ -113,7 +113,7 @@ class StructureFillForecast:
             or any(e.topic == topics.OVERFLOW for e in emits)
             or st["used"] * 100 >= d.ovflwmax * self.structure.capacity,
             "FULL": st["full_alert_id"] is not None or st["used"] >= self.structure.capacity,
-            "OVERFLOW_FULL": st["ovf_full_alert_id"] is not None or st["ovf_used"] >= self.structure.ovf_capacity,
+            "OVERFLOW_FULL": st["ovf_full_alert_id"] is not None or st["overflow_used"] >= self.structure.ovf_capacity,
         }
         active = {t.key for t in self._targets()}
         out = []
@@ -127,14 +127,14 @@ class StructureFillForecast:
     def outlook(self) -> dict[str, int | None]:
         """Target -> the instant the trend reaches it (``Forecaster.outlook``), None for the others: for
         snapshots."""
-        fc, out = self.state["fc"], dict.fromkeys(("OVFLWMAX", "FULL", "OVERFLOW_FULL"))
+        fc, out = self.state["forecast"], dict.fromkeys(("OVFLWMAX", "FULL", "OVERFLOW_FULL"))
         if fc is not None and self.definition is not None:
             out.update(Forecaster(self.settings.forecast, fc, (self.structure.name,)).outlook(self._targets()))
         return out
 
     def due(self) -> int | None:
         """Event time of the next sample while a forecast fires (a quiet structure's timer), else None."""
-        fc = self.state["fc"]
+        fc = self.state["forecast"]
         return fc["at"] if fc is not None and fc["on"] else None
 
     def on_clock(self, now_ts: int) -> list[Emit]:
@@ -152,7 +152,7 @@ class StructureFillForecast:
         overflow = d.key == "OVERFLOW_FULL"
         what = f"Overflow structure {defn.ovflwstr} of {s.name}" if overflow else f"Structure {s.name}"
         cap = s.ovf_capacity if overflow else s.capacity
-        used = st["ovf_used"] if overflow else st["used"]
+        used = st["overflow_used"] if overflow else st["used"]
         usage = usage_pct(used, cap)
         goal = f"OVFLWMAX {defn.ovflwmax} %" if d.key == "OVFLWMAX" else "100 % (full)"
         queue, qmgr = (rec.queue, rec.qmgr) if rec is not None else (None, None)

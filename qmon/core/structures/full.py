@@ -30,7 +30,7 @@ class FullMonitoring:
             return not at_or_above(st["used"], s.capacity, max(1, d.fullthreshold - d.clear_margin))
         if key == "full":
             return not at_or_above(st["used"], s.capacity, 100 - d.clear_margin)
-        return not at_or_above(st["ovf_used"], s.ovf_capacity, 100 - d.clear_margin)
+        return not at_or_above(st["overflow_used"], s.ovf_capacity, 100 - d.clear_margin)
 
     def restart_hold(self, key: str, ts: int) -> None:
         """A rejected put: the structure is full again, so the hold starts over — at this put if usage is

@@ -169,10 +169,10 @@ class StructureMonitor:
             "overflow_structure": d.ovflwstr,
             "overflow_size_kb": d.ovflwsize if d.ovflwstr else None,
             "overflow_capacity_elements": self.structure.ovf_capacity if d.ovflwstr else None,
-            "overflow_used_elements": st["ovf_used"] if d.ovflwstr else None,
+            "overflow_used_elements": st["overflow_used"] if d.ovflwstr else None,
             "overflow_mode": in_mode,
             # approved queues exist only in overflow mode (its end clears them): no need to decode them all
-            "queues_in_overflow": sum(1 for q in st["queues"].values() if q["ovf"]) if in_mode else 0,
+            "queues_in_overflow": sum(1 for q in st["queues"].values() if q["in_overflow"]) if in_mode else 0,
             "ovflwmax": None if d.resource else d.ovflwmax,  # resource structures have no overflow function
             "fullthreshold": d.fullthreshold,
         }

@@ -123,14 +123,14 @@ class AlterAndOverflow:
         usage_before = s.usage()
         pool = sorted(
             (
-                (q["el"], name)
+                (q["elements"], name)
                 for name, q in st["queues"].items()
-                if queue_type(name) not in STAGING_TYPES and not q["ovf"] and q["el"] > 0
+                if queue_type(name) not in STAGING_TYPES and not q["in_overflow"] and q["elements"] > 0
             ),
             key=lambda x: (-x[0], x[1]),
         )
         remaining = st["used"]
-        ovf_free = s.ovf_capacity - st["ovf_used"]
+        ovf_free = s.ovf_capacity - st["overflow_used"]
         candidates: list[dict[str, Any]] = []
         approved: list[str] = []
         for el, name in pool:
@@ -163,10 +163,10 @@ class AlterAndOverflow:
         ]
         for name in approved:
             q = st["queues"][name]
-            q["ovf"] = True
+            q["in_overflow"] = True
             if d.ovflwstr:
-                st["used"] -= q["el"]
-                st["ovf_used"] += q["el"]
+                st["used"] -= q["elements"]
+                st["overflow_used"] += q["elements"]
         return out
 
     def end(self, ts: int, source: str, before: tuple[int, int]) -> list[Emit]:
@@ -180,7 +180,7 @@ class AlterAndOverflow:
         out: list[Emit] = []
         for name in sorted(st["queues"]):
             q = st["queues"][name]
-            if q["rej"]:
+            if q["put_rejected"]:
                 out.append(
                     s.alert(
                         "QUEUE_PUTS_REJECTED",
@@ -196,7 +196,7 @@ class AlterAndOverflow:
                         action="None.",
                     )
                 )
-            q["ovf"] = q["rej"] = False
+            q["in_overflow"] = q["put_rejected"] = False
         return out + [
             s.alert(
                 "OVERFLOW_MODE_ENDED",
@@ -229,8 +229,8 @@ class AlterAndOverflow:
         before = (st["used"], s.capacity)  # usage before, rounded only if reported
         for name in sorted(st["queues"]):
             q = st["queues"][name]
-            if q["ovf"] and q["msgs"] == 0:
-                q["ovf"] = False
+            if q["in_overflow"] and q["messages"] == 0:
+                q["in_overflow"] = False
                 out.append(
                     s.alert(
                         "QUEUE_OVERFLOW_ENDED",
@@ -244,7 +244,7 @@ class AlterAndOverflow:
                         action="None.",
                     )
                 )
-        if not any(q["ovf"] for q in st["queues"].values()):
+        if not any(q["in_overflow"] for q in st["queues"].values()):
             out.extend(self.end(at, f"scan@{at}", before))
         else:
             st["next_scan"] = at + d.overflow_scan_interval_ms

@@ -19,10 +19,10 @@ ALERT_ID_OF = {
 class StructureQueueState(TypedDict):
     """One queue's share of a structure."""
 
-    msgs: int  # messages on the queue
-    el: int  # data elements they hold (ready and staging parts, in whichever structure holds them)
-    ovf: bool  # the queue is in the overflow structure (or approved with none: its puts are rejected)
-    rej: bool  # a put was rejected since it was approved (one OVERFLOW_PUT_REJECTED per queue)
+    messages: int  # messages on the queue
+    elements: int  # data elements they hold (ready and staging parts, in whichever structure holds them)
+    in_overflow: bool  # the queue is in the overflow structure (or approved with none: its puts are rejected)
+    put_rejected: bool  # a put was rejected since it was approved (one OVERFLOW_PUT_REJECTED per queue)
     fifo: list[list[int]]  # its messages oldest first, as runs [count, ready elements, staging elements]
 
 
@@ -34,7 +34,7 @@ class StructureState(TypedDict):
     v: int  # STATE_VERSION
     size_kb: int  # current size (INITSIZE, then as ALTERed)
     used: int  # data elements in use in the primary
-    ovf_used: int  # data elements in use in the overflow structure
+    overflow_used: int  # data elements in use in the overflow structure
     queues: dict[str, StructureQueueState]  # (each stored encoded by the operator: qmon.core.lazy)
     mode_alert_id: str | None  # the overflow-mode episode (OVERFLOW_MODE_ENTERED), if in overflow mode
     full_alert_id: str | None  # the firing STRUCTURE_FULL episode, if any
@@ -47,7 +47,7 @@ class StructureState(TypedDict):
     unknown: bool  # activity named this structure but it is not configured (warned once)
     above: bool  # usage is at or above OVFLWMAX (selection runs when it is reached from below)
     clear: dict[str, int]  # condition -> event time since when its clear condition has held (the hold)
-    fc: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
+    forecast: ForecastState | None  # the fill forecasts' samples and episodes (None: forecasts are off)
 
 
 __all__ = ["ALERT_ID_OF", "STATE_VERSION", "StateVersionError", "StructureQueueState", "StructureState"]

@@ -38,7 +38,7 @@ class Structure:
                 "v": STATE_VERSION,
                 "size_kb": size,
                 "used": 0,
-                "ovf_used": 0,
+                "overflow_used": 0,
                 "queues": {},
                 "mode_alert_id": None,
                 "full_alert_id": None,
@@ -51,7 +51,7 @@ class Structure:
                 "unknown": False,
                 "above": False,
                 "clear": {},
-                "fc": None,
+                "forecast": None,
             }
         elif state.get("v") != STATE_VERSION:
             raise StateVersionError(f"structure {strname}", state.get("v"))
@@ -71,13 +71,19 @@ class Structure:
         return usage_pct(self.state["used"], self.capacity)
 
     def ovf_usage(self) -> float:
-        return usage_pct(self.state["ovf_used"], self.ovf_capacity)
+        return usage_pct(self.state["overflow_used"], self.ovf_capacity)
 
     def queue(self, name: str) -> dict[str, Any]:
         """Queue ``name``'s share of the structure, made when first used."""
         q = self.state["queues"].get(name)
         if q is None:
-            q = self.state["queues"][name] = {"msgs": 0, "el": 0, "ovf": False, "rej": False, "fifo": []}
+            q = self.state["queues"][name] = {
+                "messages": 0,
+                "elements": 0,
+                "in_overflow": False,
+                "put_rejected": False,
+                "fifo": [],
+            }
         return q
 
     def alert(

@@ -6,10 +6,10 @@ state.
 
 ``dedup_step(routed, window_ms, horizon, ahead_ms)`` takes the routed rows *before* an activity's structure copy is
 made (``route.route``: one row a record, so a record has one verdict and the
-check reads half as many rows), and groups them by ``(dslice, dpart)``: the slice of an activity row's ts
-and a part of the slice chosen by ``ddigest``, the record's 64-bit ``xxhash64(qmgr, queue, event_id)``
+check reads half as many rows), and groups them by ``(dslice, dstripe)``: the slice of an activity row's ts
+and a stripe of the slice chosen by ``ddigest``, the record's 64-bit ``xxhash64(qmgr, queue, event_id)``
 computed in the JVM (every copy of a record meets its first in one key, and a slice's rows spread over
-``PARTS`` keys).  Rows of other kinds (commands, journal status, dead letters) get the slice -1 and pass
+``STRIPES`` keys).  Rows of other kinds (commands, journal status, dead letters) get the slice -1 and pass
 untouched.  Python reads only what the check needs (the digest, and the watermarked column for a new key's
 timer); the rest of a row travels as one Avro value (``rest``), packed before the step and unpacked after it
 in the JVM, since the step's Python side costs per column of every row.  A key's rows are gathered as three
@@ -41,7 +41,7 @@ from qmon.streaming.rows import ROUTED_COLUMNS, Kind
 from qmon.streaming.slice_check import HMS, REST_SCHEMA_DICT, SliceCheck
 
 #: keys a slice's ids are split over (by hash), so that a batch of one slice is not one task's
-PARTS = 4
+STRIPES = 4
 
 #: the packed value's Avro schema (``slice_check.REST_SCHEMA_DICT``), as Spark's ``to_avro`` and ``from_avro`` take it
 REST_SCHEMA = json.dumps(REST_SCHEMA_DICT)
@@ -66,10 +66,10 @@ def dedup_step(
     digest = F.xxhash64("qmgr", "queue", "event_id")
     keyed = routed.select(
         F.when(activity, F.floor(F.col("ts") / F.lit(SLICE_MS))).otherwise(F.lit(-1)).cast("long").alias("dslice"),
-        F.when(activity, F.pmod(digest, F.lit(PARTS)))
-        .otherwise(F.pmod(F.col("src_offset"), F.lit(PARTS)))
+        F.when(activity, F.pmod(digest, F.lit(STRIPES)))
+        .otherwise(F.pmod(F.col("src_offset"), F.lit(STRIPES)))
         .cast("int")
-        .alias("dpart"),
+        .alias("dstripe"),
         F.when(activity, digest).otherwise(F.lit(0)).cast("long").alias("ddigest"),
         F.unix_millis(F.col(horizon)).alias(HMS),
         to_avro(F.struct(*ROUTED_COLUMNS), REST_SCHEMA).alias("rest"),
@@ -77,7 +77,7 @@ def dedup_step(
         at.cast("long").alias("dts"),
     )
     schema = StructType([StructField(horizon, TimestampType()), StructField("rest", BinaryType())])
-    out = keyed.groupBy("dslice", "dpart").transformWithStateInPandas(
+    out = keyed.groupBy("dslice", "dstripe").transformWithStateInPandas(
         statefulProcessor=SliceCheck(window_ms, horizon, ahead_ms),
         outputStructType=schema,
         outputMode="Append",

@@ -59,14 +59,14 @@ def start_query(
         checkpoint,
         [s.strname for s in config.structures],
         config.job.queue_units,
-        config.job.queue_buckets,
+        config.job.queue_shards,
         queue_sharing_groups=bool(config.qsgs),
     )
     out = build(
         raw,
         settings=config.monitor_settings(),
         structure_settings=config.structure_settings(),
-        buckets=placed.queue_buckets,
+        shards=placed.queue_shards,
         watermark_delay=config.job.watermark_delay,
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         prefix=config.kafka.topic_prefix,

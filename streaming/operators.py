@@ -3,9 +3,9 @@
 ``monitor_groups`` (for ``applyInPandasWithState``) is keyed by (unit, unit_name, bucket) and serves two
 kinds of unit:
 
-* ``QueueUnit`` (unit Q): a group of queue-manager shards, each shard of a queue manager's queues (or of a
+* ``QueueUnit`` (unit Q): queue-manager shards kept under one key, each shard of a queue manager's queues (or of a
   queue-sharing group's shared queues, ``qmon.core.sharing``) its own monitor (see ``qmon.core.queues``) over its
-  own stored value (``qmon.streaming.state.ShardGroup``);
+  own stored value (``qmon.streaming.state.QueueUnitState``);
 * ``StructureUnit`` (unit S): one CF structure (see ``qmon.core.structures``).
 
 One operator for both, so the input is read and shuffled once.  A unit's whole state is one value (its
@@ -35,10 +35,10 @@ from pyspark.sql.streaming.state import GroupState
 
 from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
-from qmon.streaming.group_slot import GroupSlot
 from qmon.streaming.queue_unit import QueueUnit
 from qmon.streaming.rows import LATE, OUTPUT_COLUMNS, Unit
 from qmon.streaming.structure_unit import StructureUnit
+from qmon.streaming.unit_slot import UnitSlot
 from qmon.streaming.unit_step import passed_through, sorted_input
 from qmon.streaming.worker import freeze_imports
 
@@ -58,7 +58,7 @@ class Monitor:
 
     def __call__(self, key: Any, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         freeze_imports()
-        slot = GroupSlot(state, self.queues.settings)
+        slot = UnitSlot(state, self.queues.settings)
         unit, watermark = self.unit(key), state.getCurrentWatermarkMs()
         queues = key[0] == Unit.QUEUES
         if state.hasTimedOut:  # a batch without data: every partition is at its end, so nothing waits

@@ -49,7 +49,7 @@ def build(
     raw: DataFrame | dict[str, DataFrame],
     *,
     settings: Any,
-    buckets: int,
+    shards: int,
     watermark_delay: str,
     ttl_ms: int,
     prefix: str = "qmon",
@@ -85,7 +85,7 @@ def build(
     dec = dec.withColumn(HORIZON, F.col("timestamp") + F.expr(f"INTERVAL {CENTURY_DAYS} DAYS"))
     if input_tasks:  # a task per Kafka partition is a fixed cost per batch: let fewer tasks read them all
         dec = dec.coalesce(input_tasks)
-    routed = route(dec, names, buckets, structure_buckets, queue_units, settings.sharing)
+    routed = route(dec, names, shards, structure_buckets, queue_units, settings.sharing)
     routed = routed.withWatermark(HORIZON, f"{CENTURY_DAYS} days {duration_ms(watermark_delay)} milliseconds")
     # the check reads one row a record (the structures' copies are made after it), and marks how far each
     # input partition has got; each mark is then copied to every unit

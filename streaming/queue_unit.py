@@ -1,4 +1,4 @@
-"""The operator's queue unit (unit Q): a group of queue-manager shards, each shard of a queue manager's queues
+"""The operator's queue unit (unit Q): queue-manager shards kept under one key, each shard of a queue manager's queues
 (or of a queue-sharing group's) its own monitor over its own stored value."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from qmon.core.queues.queue_sharing_group import QueueSharingGroupShard
 from qmon.core.records import Emit
 from qmon.core.sharing import QueueSharingGroup
 from qmon.streaming import state as stored
-from qmon.streaming.group_slot import GroupSlot
 from qmon.streaming.rows import Kind
+from qmon.streaming.unit_slot import UnitSlot
 from qmon.streaming.unit_step import ACTIVITY_COLUMN, UnitStep, activities, apply_activities, by_shard, columns
 
 #: the routed columns a queue unit reads: an activity's (``ACTIVITY_COLUMN``), a command's or journal record's
@@ -28,9 +28,9 @@ OTHER_COLUMNS = ("kind", "event_id", "ts", "payload", "reply", "src_offset")
 
 
 class QueueUnit(UnitStep):
-    """A group of queue-manager shards, of any queue managers (``route`` puts each shard in one group): each
+    """Queue-manager shards, of any queue managers, under one key (``route`` puts each shard in one unit): each
     shard is ``qmon.core.queues`` (with interest and journals) over its own stored value, decoded only when
-    the batch has rows for it or one of its deadlines came (``stored.ShardGroup``)."""
+    the batch has rows for it or one of its deadlines came (``stored.QueueUnitState``)."""
 
     def __init__(self, settings: MonitorSettings, ttl_ms: int):
         super().__init__(settings)
@@ -46,11 +46,11 @@ class QueueUnit(UnitStep):
         if now_ts is not None and self.ttl_ms > 0:
             mon.expire(now_ts, self.ttl_ms)
 
-    def _shard(self, group: stored.ShardGroup, qmgr: str, shard: int) -> QueueMonitor:
+    def _shard(self, group: stored.QueueUnitState, qmgr: str, shard: int) -> QueueMonitor:
         blob = group["shards"].get(qmgr, {}).get(str(shard))
         return self.monitor(qmgr, stored.loads(blob) if blob is not None else None)
 
-    def _put(self, group: stored.ShardGroup, qmgr: str, shard: int, mon: QueueMonitor) -> None:
+    def _put(self, group: stored.QueueUnitState, qmgr: str, shard: int, mon: QueueMonitor) -> None:
         mon.pack()
         group["shards"].setdefault(qmgr, {})[str(shard)] = stored.dumps(mon.state)
         at = self.deadline(mon)
@@ -61,7 +61,7 @@ class QueueUnit(UnitStep):
             if not group["due"][qmgr]:
                 del group["due"][qmgr]
 
-    def _ticks(self, group: stored.ShardGroup, watermark: int, skip: set[tuple[str, int]]) -> list[list[Any]]:
+    def _ticks(self, group: stored.QueueUnitState, watermark: int, skip: set[tuple[str, int]]) -> list[list[Any]]:
         """The shards (not in ``skip``) whose deadline the watermark has reached: their timers fire."""
         due = sorted((q, int(s)) for q, ats in group["due"].items() for s, at in ats.items() if at <= watermark)
         out = []
@@ -72,7 +72,7 @@ class QueueUnit(UnitStep):
                 self._put(group, qmgr, shard, mon)
         return out
 
-    def _store(self, group: stored.ShardGroup, slot: GroupSlot) -> None:
+    def _store(self, group: stored.QueueUnitState, slot: UnitSlot) -> None:
         dues = [at for ats in group["due"].values() for at in ats.values()]
         slot.store(stored.dumps(group), min(dues) if dues else None)
 
@@ -109,9 +109,9 @@ class QueueUnit(UnitStep):
         return mon.on_command(cmd, ts, command_id, reply, member)
 
     def batch(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+        self, name: str, pdf: pd.DataFrame, slot: UnitSlot, watermark: int | None, flush: bool = False
     ) -> list[list[Any]]:
-        group = stored.load_group(slot.load())
+        group = stored.load_queue_unit(slot.load())
         out: list[list[Any]] = []
         touched: set[tuple[str, int]] = set()
         for (owner, shard), rows in by_shard(pdf):
@@ -130,7 +130,7 @@ class QueueUnit(UnitStep):
 
     def _group_shard(
         self,
-        group: stored.ShardGroup,
+        group: stored.QueueUnitState,
         qsg: QueueSharingGroup,
         shard: int,
         pdf: pd.DataFrame,
@@ -168,8 +168,8 @@ class QueueUnit(UnitStep):
                 touched.add((name, shard))
         return result
 
-    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
-        group = stored.load_group(slot.load())
+    def fire(self, name: str, slot: UnitSlot, watermark: int) -> list[list[Any]]:
+        group = stored.load_queue_unit(slot.load())
         out = self._ticks(group, watermark, set())
         self._store(group, slot)
         return out

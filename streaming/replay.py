@@ -84,13 +84,13 @@ def run_rows(
         str(workdir / "checkpoint"),
         [s.strname for s in config.structures],
         config.job.queue_units,
-        config.job.queue_buckets,
+        config.job.queue_shards,
     )
     out = build(
         raw,
         settings=config.monitor_settings(),
         structure_settings=config.structure_settings(),
-        buckets=placed.queue_buckets,
+        shards=placed.queue_shards,
         watermark_delay="0 seconds",
         ttl_ms=duration_ms(config.monitor.queue_ttl),
         structure_buckets=placed.structures,

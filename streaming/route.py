@@ -3,8 +3,8 @@ unit_name, bucket)`` (``route``: one row a record, dead letters and error replie
 duplicate check, each activity's copy for the structure it names and each frontier mark for every unit
 (``copies``).
 
-Activity goes to its queue manager's shard ``pmod(xxhash64(queue), buckets)`` (column ``shard``), in the group of
-shards that holds it, key ``(Q, "", placed bucket)`` (a queue-sharing group member's to its group's shard, split
+Activity goes to its queue manager's shard ``pmod(xxhash64(queue), shards)`` (column ``shard``), in the queue unit
+that holds it, key ``(Q, "", placed bucket)`` (a queue-sharing group member's to its group's shard, split
 and placed under the group's name: ``qmon.core.queues.queue_sharing_group``), and, when it names a structure,
 also to ``(S, structure, b)``, b chosen so that structures do not share a partition (``qmon.core.placement``).
 A command that names one queue goes to that queue's shard; one that concerns the whole queue manager (ALTER QMGR,
@@ -102,7 +102,7 @@ def _structure_bucket(structure: Column, structure_buckets: dict[str, int] | Non
     return F.coalesce(chosen[structure], F.lit(0))
 
 
-def _group_of(qmgr: Column, sharing: Sharing) -> Column | None:
+def _qsg_of(qmgr: Column, sharing: Sharing) -> Column | None:
     """The queue-sharing group ``qmgr`` is a member of (``Sharing.group_of``), else null; None without groups."""
     members = sorted((m, g.name) for g in sharing.groups for m in g.members)
     if not members:
@@ -118,7 +118,7 @@ def topic_numbers(names: dict[str, str]) -> dict[str, int]:
 def route(
     dec: DataFrame,
     names: dict[str, str],
-    buckets: int,
+    shards: int,
     structure_buckets: dict[str, int] | None = None,
     queue_units: list[int] | None = None,
     sharing: Sharing | None = None,
@@ -128,9 +128,9 @@ def route(
     activity's copy for its structure (kind S) is made by ``copies``, after the duplicate check
     (``streaming.dedup``), so that a record and its copy have one verdict.
 
-    A queue manager's queues are split into ``buckets`` shards (``xxhash64(queue) mod buckets``); the shards
-    of every queue manager are grouped into ``len(queue_units)`` units, keyed ``(Q, "", queue_units[u])``:
-    a queue manager's shards go round the groups from a place its name's hash chooses, so that the number
+    A queue manager's queues are split into ``shards`` shards (``xxhash64(queue) mod shards``); the shards
+    of every queue manager are kept in ``len(queue_units)`` queue units, keyed ``(Q, "", queue_units[u])``:
+    a queue manager's shards go round the units from a place its name's hash chooses, so that the number
     of keys (each a fixed cost in every micro-batch) does not grow with the queue managers.
 
     ``sharing``: the queue-sharing groups (``qmon.core.sharing``), as literals of the query.  A group member's
@@ -182,14 +182,14 @@ def route(
     # each field of the decoded record to its routed column (ts as epoch ms)
     fields = {name: F.col(f"ra.{name}") for name, _ in ACTIVITY}
     fields.update(ts=F.unix_millis("ra.ts"), reply=F.lit(False), rank=F.lit(1))
-    shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(buckets))
+    shard = F.pmod(F.xxhash64(F.col("ra.queue")), F.lit(shards))
     sharing = sharing or Sharing()
 
     def owner(qmgr: Column, qsg: Column | None) -> Column:
         """The name a row's shard is kept under: its group's (``qsg``, when not null), else its queue manager's."""
         return qmgr if qsg is None else F.coalesce(qsg, qmgr)
 
-    qsg = _group_of(F.col("ra.qmgr"), sharing)
+    qsg = _qsg_of(F.col("ra.qmgr"), sharing)
     activity = _routed(
         unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),
@@ -220,20 +220,22 @@ def route(
         )
 
     # a queue-sharing group member's commands go to its group's shards, which hold all its queues
-    group = _group_of(F.col("rc.qmgr"), sharing)
-    fan_out = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == 0, qsg=group))
-    name_shard = F.pmod(F.xxhash64(F.col("p.name")), F.lit(buckets))
-    one = F.array(command(name_shard, F.lit(True), qsg=group))
+    member_of = _qsg_of(F.col("rc.qmgr"), sharing)
+    fan_out = F.transform(F.sequence(F.lit(0), F.lit(shards - 1)), lambda b: command(b, b == 0, qsg=member_of))
+    name_shard = F.pmod(F.xxhash64(F.col("p.name")), F.lit(shards))
+    one = F.array(command(name_shard, F.lit(True), qsg=member_of))
     # DEFINE and ALTER QLOCAL: a copy for every shard (each keeps every queue's definition), the queue's replying
-    definition = F.transform(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: command(b, b == name_shard, qsg=group))
+    definition = F.transform(
+        F.sequence(F.lit(0), F.lit(shards - 1)), lambda b: command(b, b == name_shard, qsg=member_of)
+    )
     # every shard replies with its part, told which one in the command id (qmon.core.mqsc_parts.split_part)
     parts = F.transform(
-        F.sequence(F.lit(0), F.lit(buckets - 1)),
+        F.sequence(F.lit(0), F.lit(shards - 1)),
         lambda b: command(
             b,
             F.lit(True),
-            F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"), F.lit(f"/{buckets}")),
-            qsg=group,
+            F.concat(F.col("rc.command_id"), F.lit(PART_MARK), (b + 1).cast("string"), F.lit(f"/{shards}")),
+            qsg=member_of,
         ),
     )
     payload = F.to_json(
@@ -245,7 +247,7 @@ def route(
             F.col("rj.receivers").alias("receivers"),
         )
     )
-    journal_shard = F.pmod(F.xxhash64(F.col("rj.library")), F.lit(buckets))
+    journal_shard = F.pmod(F.xxhash64(F.col("rj.library")), F.lit(shards))
     journal = _routed(
         unit=F.lit(Unit.QUEUES.value),
         unit_name=F.lit(""),

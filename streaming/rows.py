@@ -26,7 +26,7 @@ from qmon.connectors.schema import fields
 class Unit(StrEnum):
     """The operator's key is (unit, unit_name, bucket): which monitors a row is for."""
 
-    QUEUES = "Q"  # a group of queue-manager shards, of any queue managers: (Q, "", the group's placed bucket)
+    QUEUES = "Q"  # queue-manager shards, of any queue managers, under one key: (Q, "", the unit's placed bucket)
     STRUCTURE = "S"  # one CF structure and its overflow structure: (S, STRNAME, placement bucket)
 
 
@@ -62,9 +62,9 @@ ACTIVITY = [(f.name, _ROUTED_TYPE[f.type]) for f in fields("QueueActivity")]
 #: What the operator receives (one row per routed record).
 ROUTED = _fields(
     ("unit", StringType()),  # Unit
-    ("unit_name", StringType()),  # the structure ("" for a group of queue-manager shards)
+    ("unit_name", StringType()),  # the structure ("" for a queue unit)
     ("bucket", IntegerType()),
-    ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_buckets) the row is for
+    ("shard", IntegerType()),  # unit Q: the queue manager's shard (of job.queue_shards) the row is for
     # unit Q: the queue-sharing group whose shard (of its shared queues) the row is for, its qmgr a member; null
     # for the queue manager's own shard (``qmon.core.sharing``)
     ("qsg", StringType()),

@@ -76,7 +76,7 @@ def first_copies_order(digests: np.ndarray, rest: np.ndarray) -> np.ndarray:
 
 
 class SliceCheck(StatefulProcessor):
-    """The step: one key is a part of one slice (``dslice`` -1: rows passed through untouched)."""
+    """The step: one key is a stripe of one slice (``dslice`` -1: rows passed through untouched)."""
 
     def __init__(self, window_ms: int, horizon: str, ahead_ms: int) -> None:
         self.window_ms, self.horizon, self.ahead_ms = window_ms, horizon, ahead_ms

@@ -86,26 +86,28 @@ def load_queue(stored: Any) -> Any:
     return queue
 
 
-#: the version of ``ShardGroup``
-GROUP_VERSION = 1
+#: the version of ``QueueUnitState``
+QUEUE_UNIT_VERSION = 1
 
 
-class ShardGroup(TypedDict):
-    """A queue unit's value: a group of queue-manager shards (``qmon.streaming.route.route``), each shard's
+class QueueUnitState(TypedDict):
+    """A queue unit's value: its queue-manager shards (``qmon.streaming.route.route``), each shard's
     state (``qmon.core.queues.ShardState``) one MessagePack value of its own, decoded only when used."""
 
-    v: int  # GROUP_VERSION
+    v: int  # QUEUE_UNIT_VERSION
     shards: dict[str, dict[str, bytes]]  # queue manager -> shard number -> the shard's stored state
     due: dict[str, dict[str, int]]  # queue manager -> shard number -> its next deadline (arrival clock), if any
 
 
-def load_group(blob: bytes | None) -> ShardGroup:
+def load_queue_unit(blob: bytes | None) -> QueueUnitState:
     """A queue unit's value (a new, empty group when None)."""
     if blob is None:
-        return {"v": GROUP_VERSION, "shards": {}, "due": {}}
+        return {"v": QUEUE_UNIT_VERSION, "shards": {}, "due": {}}
     value = loads(blob)
-    if value["v"] > GROUP_VERSION or "shards" not in value:
-        raise StoredStateError(f"a queue unit's value of version {value['v']}, this qmon reads up to {GROUP_VERSION}")
+    if value["v"] > QUEUE_UNIT_VERSION or "shards" not in value:
+        raise StoredStateError(
+            f"a queue unit's value of version {value['v']}, this qmon reads up to {QUEUE_UNIT_VERSION}"
+        )
     return value  # type: ignore[return-value]
 
 

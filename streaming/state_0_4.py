@@ -180,7 +180,7 @@ def upgrade(value: dict[str, Any], qdpmaxev_for: Callable[[str], Any]) -> bytes:
             }
             kept = {k: v for k, v in state.items() if k not in ("queues", "v")}
             shards.setdefault(owner, {})[shard] = stored.dumps({**kept, "v": STATE_VERSION, "queues": queues})
-    return stored.dumps({"v": stored.GROUP_VERSION, "shards": shards, "due": value.get("due") or {}})
+    return stored.dumps({"v": stored.QUEUE_UNIT_VERSION, "shards": shards, "due": value.get("due") or {}})
 
 
 def is_0_4(value: dict[str, Any]) -> bool:

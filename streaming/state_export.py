@@ -54,7 +54,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, Any]]:
-    """The lines of one unit's stored value (the operator's ``GroupSlot``: ``{"unit": unit value, "order": ...}``)."""
+    """The lines of one unit's stored value (the operator's ``UnitSlot``: ``{"unit": unit value, "order": ...}``)."""
     blob = msgpack.unpackb(value, raw=False).get("unit")
     if blob is None:
         return
@@ -63,7 +63,7 @@ def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, An
         queues = {name: stored.load_queue(q) for name, q in structure.pop("queues", {}).items()}
         yield {"kind": STRUCTURE, "structure": unit_name, **_jsonable(structure), "queues": _jsonable(queues)}
         return
-    group = stored.load_group(blob)
+    group = stored.load_queue_unit(blob)
     for owner, shards in sorted(group["shards"].items()):
         for shard, shard_blob in sorted(shards.items(), key=lambda kv: int(kv[0])):
             state = stored.loads(shard_blob)

@@ -9,7 +9,7 @@ import pandas as pd
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor
 from qmon.streaming import state as stored
-from qmon.streaming.group_slot import GroupSlot
+from qmon.streaming.unit_slot import UnitSlot
 from qmon.streaming.unit_step import ACTIVITY_COLUMN, UnitStep, activities, apply_activities, columns
 
 
@@ -31,22 +31,22 @@ class StructureUnit(UnitStep):
         apply_activities(mon, activities(cols, 0, len(pdf), depth_after=None, structure=None), emits)
         return emits, None
 
-    def _load(self, name: str, slot: GroupSlot) -> StructureMonitor:
+    def _load(self, name: str, slot: UnitSlot) -> StructureMonitor:
         blob = slot.load()
         return self.monitor(name, stored.loads(blob) if blob is not None else None)
 
-    def _store(self, mon: StructureMonitor, slot: GroupSlot) -> None:
+    def _store(self, mon: StructureMonitor, slot: UnitSlot) -> None:
         slot.store(stored.dumps(mon.state), self.deadline(mon))
 
     def batch(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+        self, name: str, pdf: pd.DataFrame, slot: UnitSlot, watermark: int | None, flush: bool = False
     ) -> list[list[Any]]:
         mon = self._load(name, slot)
         out = self.step(name, mon, pdf, watermark, flush)
         self._store(mon, slot)
         return [out]
 
-    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
+    def fire(self, name: str, slot: UnitSlot, watermark: int) -> list[list[Any]]:
         mon = self._load(name, slot)
         at = self.deadline(mon)
         out = self.tick(mon, watermark) if at is not None and at <= watermark else []

@@ -15,8 +15,8 @@ from qmon.core.queues import QueueMonitor
 from qmon.core.records import Activity, Emit
 from qmon.core.structures import StructureMonitor
 from qmon.streaming.encode import encode_emits
-from qmon.streaming.group_slot import GroupSlot
 from qmon.streaming.rows import ROUTED, Kind
+from qmon.streaming.unit_slot import UnitSlot
 
 #: the routed column each field of the rules' ``Activity`` is read from: its own name (``rows.ROUTED`` holds
 #: QueueActivity's fields by name), but for ``seq``, the arrival order, which is the record's input offset
@@ -189,13 +189,13 @@ class UnitStep:
         raise NotImplementedError
 
     def batch(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None, flush: bool = False
+        self, name: str, pdf: pd.DataFrame, slot: UnitSlot, watermark: int | None, flush: bool = False
     ) -> list[list[Any]]:
         """A key's rows (none passed through): its monitors' emits, a list per monitor; with ``flush`` (the end
         of the input), each monitor's snapshot due or not."""
         raise NotImplementedError
 
-    def fire(self, name: str, slot: GroupSlot, watermark: int) -> list[list[Any]]:
+    def fire(self, name: str, slot: UnitSlot, watermark: int) -> list[list[Any]]:
         """The key's timer fired (or it must be set again): the monitors whose deadline ``watermark`` reached
         run; their emits, a list per monitor."""
         raise NotImplementedError
@@ -244,7 +244,7 @@ class UnitStep:
         return [(-1, e.record["ts"], e) for e in out]
 
     def rows(
-        self, name: str, pdf: pd.DataFrame, slot: GroupSlot, watermark: int | None = None, flush: bool = False
+        self, name: str, pdf: pd.DataFrame, slot: UnitSlot, watermark: int | None = None, flush: bool = False
     ) -> Iterator[pd.DataFrame]:
         """A key's rows in a batch (rows passed through first, and without loading the state); ``flush``: they
         end the input."""
@@ -253,7 +253,7 @@ class UnitStep:
             yield passed_through(pdf[passing])
             pdf = pdf[~passing]
         if pdf.empty:
-            # Spark clears a key's timeout at every call (``GroupSlot``): a key with state has it set again,
+            # Spark clears a key's timeout at every call (``UnitSlot``): a key with state has it set again,
             # and deadlines the watermark reached run now, as in a call with rows
             if watermark is not None and slot.load() is not None:
                 emits = self.fire(name, slot, watermark)
@@ -264,7 +264,7 @@ class UnitStep:
         if any(emits):
             yield encode_emits(emits)
 
-    def expired(self, name: str, slot: GroupSlot, watermark: int) -> Iterator[pd.DataFrame]:
+    def expired(self, name: str, slot: UnitSlot, watermark: int) -> Iterator[pd.DataFrame]:
         """The key's event-time timer fired: the watermark reached one of its monitors' deadlines."""
         emits = self.fire(name, slot, watermark)
         if any(emits):

@@ -1,12 +1,12 @@
 """Where a query's units are, kept with its checkpoint (see ``qmon.core.placement``).
 
-``placement(spark, checkpoint, names, queue_units, queue_buckets)`` returns a ``Placement``:
+``placement(spark, checkpoint, names, queue_units, queue_shards)`` returns a ``Placement``:
 
 * ``structures``, ``{structure: bucket}``: assignments already made for this checkpoint, plus new ones
   for configured structures not yet placed;
-* ``queue_units``: the key bucket of each group of queue-manager shards (group ``i`` on shuffle partition
+* ``queue_units``: the key bucket of each queue unit (unit ``i`` on shuffle partition
   ``i mod partitions``; as many groups as partitions unless ``job.queue_units`` says);
-* ``queue_buckets``: the shards a queue manager's queues are split into.
+* ``queue_shards``: the shards a queue manager's queues are split into.
 
 All of it is kept in the file ``qmon-placement.json`` in the checkpoint directory (read and written
 through Hadoop's FileSystem, so any checkpoint location Spark accepts works), with the number of
@@ -41,7 +41,7 @@ class CheckpointError(Exception):
 class Placement:
     structures: dict[str, int]  # structure -> the bucket of its key (S, structure, bucket)
     queue_units: list[int]  # group i of queue-manager shards -> the bucket of its key (Q, "", bucket)
-    queue_buckets: int  # shards a queue manager's queues are split into
+    queue_shards: int  # shards a queue manager's queues are split into
 
 
 def _fs(spark: Any, checkpoint: str, name: str = FILE) -> tuple[Any, Any]:
@@ -94,10 +94,10 @@ def placement(
     checkpoint: str,
     names: list[str],
     queue_units: int | None,
-    queue_buckets: int,
+    queue_shards: int,
     queue_sharing_groups: bool = False,
 ) -> Placement:
-    """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one group of shards
+    """The units' keys for the query on ``checkpoint`` (kept there).  ``queue_units`` None: one queue unit
     per shuffle partition (the checkpoint's).  A checkpoint qmon 0.4 wrote is carried on (its values are migrated
     as the monitor loads them: ``qmon.streaming.state_0_4``) if its duplicate check was the step this qmon has,
     and no queue-sharing group is configured (``queue_sharing_groups``: this qmon keeps a group member's own
@@ -148,11 +148,11 @@ def placement(
             checkpoint,
             len(units),
         )
-    shards = int(doc.get("queue_buckets") or queue_buckets)
-    if shards != queue_buckets:
+    shards = int(doc.get("queue_shards") or doc.get("queue_buckets") or queue_shards)  # (its name in qmon 0.4)
+    if shards != queue_shards:
         logger.warning(
-            "job.queue_buckets is %d but checkpoint %s was started with %d: kept (the state lives in those shards)",
-            queue_buckets,
+            "job.queue_shards is %d but checkpoint %s was started with %d: kept (the state lives in those shards)",
+            queue_shards,
             checkpoint,
             shards,
         )
@@ -160,13 +160,13 @@ def placement(
         "partitions": partitions,
         "structures": buckets,
         "queue_units": units,
-        "queue_buckets": shards,
+        "queue_shards": shards,
         "state_version": STATE_VERSION,
     }
     if new != doc:
         _write(spark, checkpoint, new)
         logger.info(
-            "units placed over %d shuffle partitions: structures %s, %d groups of queue-manager shards (%d a "
+            "units placed over %d shuffle partitions: structures %s, %d queue units of queue-manager shards (%d a "
             "queue manager) at %s",
             partitions,
             buckets,

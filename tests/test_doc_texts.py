@@ -44,7 +44,7 @@ QUOTED: list[tuple[str, str]] = [
     ),
     (TROUBLESHOOTING, "qmon 0.4 (none recorded)"),
     (TROUBLESHOOTING, "state of version <v>; this qmon reads state version <n> only"),
-    (TROUBLESHOOTING, "job.queue_buckets is <n> but checkpoint <dir> was started with <m>: kept"),
+    (TROUBLESHOOTING, "job.queue_shards is <n> but checkpoint <dir> was started with <m>: kept"),
     (TROUBLESHOOTING, "Maven (mvn) is not on PATH: "),
     (TROUBLESHOOTING, "could not fetch <jar> from <url> (<error>): a local checkpoint uses Hadoop's local file system"),
     (TROUBLESHOOTING, "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0"),

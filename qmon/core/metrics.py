@@ -411,7 +411,7 @@ class Metrics:
         for name, text, value in (
             (
                 "qmon_state_rows",
-                "Rows in the job's state store (one per unit: queue shard or structure).",
+                "Rows in the job's state stores, all stateful operators (the monitor's: one per unit).",
                 self.state_rows,
             ),
             ("qmon_state_memory_bytes", "Memory the job's state store reports using.", self.state_memory),

@@ -48,7 +48,7 @@ def place(
 
 
 def spread(count: int, partitions: int, partition_of: Callable[[int], int], tries: int = MAX_TRIES) -> list[int]:
-    """Buckets for ``count`` groups of queue-manager shards, group ``i`` on partition ``i mod partitions``: the
+    """Buckets for ``count`` queue units, unit ``i`` on partition ``i mod partitions``: the
     smallest bucket not yet taken that Spark's hash puts there (``partition_of(bucket)``), or the smallest
     free one when none of ``0 .. tries-1`` does.  Distinct, so no two groups share a key."""
     taken: set[int] = set()

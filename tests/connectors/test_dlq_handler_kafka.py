@@ -79,7 +79,7 @@ def make_dead_letters(spark: Any, bootstrap: str, prefix: str, tmp_path: Any) ->
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 1},
-            "job": {"queue_buckets": 1, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 1, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
         }
     )
     ensure_topics(bootstrap, 1, prefix=prefix)

@@ -62,7 +62,7 @@ queues:
     "text,line,key,fragment",
     [
         ("job:\n  trigger: soon\n", 2, "job.trigger", "not a duration"),
-        ("job:\n  queue_buckets: 0\n", 2, "job.queue_buckets", "greater than or equal to 1"),
+        ("job:\n  queue_shards: 0\n", 2, "job.queue_shards", "greater than or equal to 1"),
         ("monitor:\n  perfmev: ENABLED\n  perfmv: ENABLED\n", 3, "monitor.perfmv", "unknown key"),
         ("queues:\n  - pattern: A*\n    qsvcint: -1\n", 3, "queues.0.qsvcint", "greater than or equal to 0"),
         ("queues:\n  - pattern: A*\n  - qsvciev: HIGH\n", 3, "queues.1.pattern", "required key is missing"),
@@ -247,3 +247,19 @@ def test_queue_sharing_group_errors_name_file_line_and_key(tmp_path, text, line,
     message = str(info.value)
     assert f"{path}: line {line}: {key}:" in message, message
     assert fragment in message, message
+
+
+def test_a_renamed_key_is_read_under_its_name_with_a_warning_naming_the_line(tmp_path, caplog):
+    """``job.queue_buckets`` (qmon 0.4's name) is ``job.queue_shards``: a 0.4 file still starts."""
+    path = tmp_path / "qmon.yaml"
+    path.write_text("job:\n  trigger: 1 second\n  queue_buckets: 16\n")
+    with caplog.at_level("WARNING", logger="qmon.core.config.loading"):
+        assert load_config(path).job.queue_shards == 16
+    assert f"{path}: line 3: job.queue_buckets is named job.queue_shards" in caplog.text
+
+
+def test_a_key_given_under_both_names_stops_start_up(tmp_path):
+    path = tmp_path / "qmon.yaml"
+    path.write_text("job:\n  queue_shards: 8\n  queue_buckets: 16\n")
+    with pytest.raises(ConfigError, match=r"qmon.yaml: line 3: job.queue_buckets: give job.queue_shards only"):
+        load_config(path)

@@ -118,7 +118,7 @@ def test_a_backlog_read_a_few_records_a_batch_gives_replays_answer(
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
                     "max_offsets_per_trigger": 12, "trigger": "500 ms"},
         }
     )  # fmt: skip
@@ -152,7 +152,7 @@ def test_a_structures_gets_read_far_behind_its_puts_raise_nothing_replay_does_no
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
                     "max_offsets_per_trigger": 20},
             "structures": [structure],
         }
@@ -180,7 +180,7 @@ def test_a_quiet_partition_does_not_hold_back_the_busy_ones(spark, kafka_bootstr
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds", "trigger": "300 ms"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds", "trigger": "300 ms"},
             "monitor": {"perfmev": "ENABLED"},
             "queues": [{"pattern": "BUSY*", "qsvciev": "HIGH", "qsvcint": 1000}],
         }
@@ -237,7 +237,7 @@ def test_the_job_equals_the_pure_rules_over_random_streams_read_in_many_small_ba
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 3, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
+            "job": {"queue_shards": 3, "shuffle_partitions": 2, "watermark_delay": "0 seconds",
                     "max_offsets_per_trigger": 40},
         }
     )  # fmt: skip

@@ -77,7 +77,7 @@ def test_a_steady_fill_is_forecast_and_a_shared_queue_is_one_queue_through_kafka
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"perfmev": "ENABLED"},
             "qsgs": [
                 {"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]},

@@ -39,7 +39,7 @@ def config_for(prefix: str) -> Config:
     return Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"snapshot_interval": "1 second"},
             # 1GROWING's MAXDEPTH: its steady fill (second run) reaches it within the forecast's 15 minutes
             "queues": [{"pattern": "1GROWING", "maxdepth": 40}],

@@ -119,7 +119,7 @@ def test_the_job_across_four_hosts_gives_replays_answer_and_outlives_a_worker_ho
         records.extend(random_stream(rng, f"QM{i}", n=40))
     records.extend(random_structure_stream(rng, n=150))
     records.sort(key=lambda r: r["ts"])  # as they happen: each partition in ts order, as producers keep it
-    job = {"queue_buckets": 2, "shuffle_partitions": 4, "watermark_delay": "0 seconds"}
+    job = {"queue_shards": 2, "shuffle_partitions": 4, "watermark_delay": "0 seconds"}
     job |= {"max_offsets_per_trigger": 50, "trigger": "200 ms"}
     config = {"kafka": {"partitions": 2}, "job": job, **STRUCTURE_CONFIG}
     cfg = tmp_path / "qmon.yaml"

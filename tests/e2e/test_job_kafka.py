@@ -31,7 +31,7 @@ def config_for(prefix: str, **job: Any) -> Config:
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {
-                "queue_buckets": 2,
+                "queue_shards": 2,
                 "shuffle_partitions": 2,
                 "trigger": "500 ms",
                 "watermark_delay": "0 seconds",
@@ -243,7 +243,7 @@ def test_structure_alerts_and_overflow_candidates_through_kafka(spark, kafka_boo
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
             "overflow_exit": [{"queue": "1KEEP*", "decision": "reject"}],
         }
@@ -275,7 +275,7 @@ def _payroll_of_two(
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": monitor,
             "structures": structures or [],
         }
@@ -350,7 +350,7 @@ def test_a_partition_read_behind_another_loses_no_record(spark, kafka_bootstrap,
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
             "job": {
-                "queue_buckets": 2,
+                "queue_shards": 2,
                 "shuffle_partitions": 2,
                 "watermark_delay": "0 seconds",
                 "max_offsets_per_trigger": 8,
@@ -443,7 +443,7 @@ def test_long_messages_and_a_wobble_are_exact_and_calm_through_kafka(spark, kafk
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "structures": [
                 {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},  # 40 elements
                 {"strname": "WOBBLE", "size": 50, "ovflwmax": 100, "fullthreshold": 80},  # 100 elements
@@ -490,7 +490,7 @@ def test_generic_reset_qstats_and_display_are_answered_in_parts_and_joined_by_qm
     (same command_id, part k of N), and `qmon mqsc` prints one reply listing every matching queue; DISPLAY
     QSTATUS of a generic name, DISPLAY QLOCAL of one queue and DISPLAY QMGR are answered from the job's state,
     as runmqsc prints them."""
-    config = config_for(prefix)  # 2 queue buckets
+    config = config_for(prefix)  # 2 shards a queue manager
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     query = start_query(spark, config, kafka_bootstrap, str(tmp_path / "ckpt"))
     try:
@@ -593,7 +593,7 @@ def test_the_progress_of_a_run_that_ended_before_its_listener_is_still_handed_ov
 def test_two_queue_managers_shards_share_groups_each_under_its_own_rules_through_kafka(
     spark, kafka_bootstrap, prefix, tmp_path
 ):
-    """queue_buckets 2 and 2 groups: a queue manager's two shards go to different groups, so each group holds a
+    """queue_shards 2 and 2 groups: a queue manager's two shards go to different groups, so each group holds a
     shard of QM1 and one of QM2, both with the same queue names.  QM1's QSVCINT (1 s) is exceeded, QM2's (5 s)
     is not: QSVCINT_HIGH for QM1's queues only, whichever group their shard shares with QM2's."""
     config = config_for(prefix)

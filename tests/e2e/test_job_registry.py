@@ -60,7 +60,7 @@ def config(prefix: str, registry: str | None) -> Config:
     kafka: dict[str, Any] = {"topic_prefix": prefix, "partitions": 2}
     if registry is not None:
         kafka["schema_registry_url"] = registry
-    job = {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "500 ms", "watermark_delay": "0 seconds"}
+    job = {"queue_shards": 2, "shuffle_partitions": 2, "trigger": "500 ms", "watermark_delay": "0 seconds"}
     return Config.model_validate({"kafka": kafka, "job": job})
 
 

@@ -25,7 +25,7 @@ def config_for(prefix: str, trace: Any) -> Config:
     return Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"snapshot_interval": "0 seconds"},
             "mq_trace": {"enabled": trace},
         }

@@ -31,7 +31,7 @@ def config_for(prefix: str, *names: str) -> Config:
     return Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             "monitor": {"snapshot_interval": "1 second"},
             # 10 KB: 20 data elements; a 512-byte message is one; NEAR_FULL at 80 %, cleared below 75 % at once
             "structures": [

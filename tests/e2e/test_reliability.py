@@ -128,7 +128,7 @@ def test_hostile_input_never_stops_the_job_and_every_record_is_processed_or_dead
     config = Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 2},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
         }
     )
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
@@ -172,7 +172,7 @@ def test_qmon_run_killed_mid_stream_resumes_and_ctrl_c_stops_it_cleanly_losing_n
     ensure_topics(kafka_bootstrap, 2, prefix=prefix)
     cfg = tmp_path / "qmon.yaml"
     queues = [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}]
-    job = {"queue_buckets": 2, "shuffle_partitions": 2, "trigger": "300 ms", "watermark_delay": "0 seconds"}
+    job = {"queue_shards": 2, "shuffle_partitions": 2, "trigger": "300 ms", "watermark_delay": "0 seconds"}
     cfg.write_text(
         json.dumps(
             {"kafka": {"topic_prefix": prefix, "partitions": 2}, "monitor": {"perfmev": "ENABLED"}, "queues": queues}
@@ -272,7 +272,7 @@ def test_broker_outage_of_30_seconds_mid_stream_loses_nothing(tmp_path):
                     "monitor": {"perfmev": "ENABLED"},
                     "queues": [{"pattern": "Q*", "qsvciev": "HIGH", "qsvcint": 1500}],
                     "job": {
-                        "queue_buckets": 2,
+                        "queue_shards": 2,
                         "shuffle_partitions": 2,
                         "trigger": "500 ms",
                         "watermark_delay": "0 seconds",

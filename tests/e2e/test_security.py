@@ -154,7 +154,7 @@ def test_only_the_operator_may_write_control_and_qmon_keeps_working(sasl_broker,
                     "password": USERS["qmon"],
                 },
             },
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
         }
     )
     assert USERS["qmon"] not in repr(config) and USERS["qmon"] not in str(config.model_dump())

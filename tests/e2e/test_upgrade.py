@@ -43,7 +43,7 @@ def config(prefix: str) -> Config:
     return Config.model_validate(
         {
             "kafka": {"topic_prefix": prefix, "partitions": 1},
-            "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+            "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
         }
     )
 
@@ -168,7 +168,7 @@ PREFIX_0_4 = "qmonupgrade040"
 #: qmon 0.4's configuration, with the structure MSGQ1
 CONFIG_0_4 = {
     "kafka": {"topic_prefix": PREFIX_0_4, "partitions": 1},
-    "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+    "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
     "structures": [{"strname": "MSGQ1", "size": 20, "initsize": 10, "ovflwstr": "OVFQ1", "ovflwsize": 20}],
 }
 #: what qmon 0.4's job had read when it wrote ``RELEASE_0_4``: PAYROLL.IN altered and 3 deep (its service timer

@@ -102,7 +102,7 @@ def test_spark_submit_runs_the_job_from_the_installed_wheel_and_its_conf_wins_ov
                 "kafka": {"topic_prefix": prefix, "partitions": 2},
                 "monitor": {"perfmev": "ENABLED"},
                 "queues": queues,
-                "job": {"queue_buckets": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
+                "job": {"queue_shards": 2, "shuffle_partitions": 2, "watermark_delay": "0 seconds"},
             }
         )
     )

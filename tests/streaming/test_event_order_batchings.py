@@ -23,10 +23,10 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.reference import run_reference
 from qmon.streaming.rows import LATE, ROUTED_COLUMNS
 from tests.streaming.routed import row
-from tests.streaming.test_operator_groups import Groups
+from tests.streaming.test_operator_units import Groups
 from tests.streams import streams
 
-#: the shards of each queue manager (the job's ``queue_buckets``)
+#: the shards of each queue manager (the job's ``queue_shards``)
 BUCKETS = 2
 #: the input topics' numbers in a routed row's ``src_topic``
 ACTIVITY, CONTROL = 0, 1

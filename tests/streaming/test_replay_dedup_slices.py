@@ -52,7 +52,7 @@ def test_slice_step_keeps_first_copies_and_the_monitor_equals_the_pure_module(re
         records.extend(stream)
     kept = first_copies(records)
     assert len(records) - len(kept) > 30  # the copies are there to be dropped
-    config = Config.model_validate({"job": {"queue_buckets": 3}})
+    config = Config.model_validate({"job": {"queue_shards": 3}})
     out = replay_factory(records, config)
     got = sorted(
         json.dumps(dict(r), sort_keys=True)

@@ -38,8 +38,8 @@ def of(out, topic):
     return [r for r in out if r["topic"] == topic]
 
 
-def config(buckets=BUCKETS):
-    return Config.model_validate({"job": {"queue_buckets": buckets}})
+def config(shards=BUCKETS):
+    return Config.model_validate({"job": {"queue_shards": shards}})
 
 
 def not_in_bucket_0(spark, candidates, buckets=BUCKETS):
@@ -166,9 +166,9 @@ def test_reset_qstats_with_a_generic_name_on_one_shard_is_one_reply_as_the_pure_
 def test_operator_equals_pure_module_over_generated_interest_streams(replay_factory, records):
     """Hypothesis-generated streams on IMS queue types with exact and generic registrations of several
     clients, whole-client deregistration and queues first seen non-empty, over 3 shards: the Spark
-    operator's notifications, replies and events are exactly the pure module's (queue_buckets 1 there,
+    operator's notifications, replies and events are exactly the pure module's (queue_shards 1 there,
     so RESET QSTATS with a generic name is compared by what it reset, not by its parts)."""
-    config = Config.model_validate({"job": {"queue_buckets": 3}})
+    config = Config.model_validate({"job": {"queue_shards": 3}})
     out = replay_factory(records, config)
     compared = (topics.PERFORMANCE, topics.ALERTS, topics.NOTIFY)
     got = sorted(json.dumps(r, sort_keys=True) for r in out if r["topic"] in compared)

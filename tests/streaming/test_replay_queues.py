@@ -140,7 +140,7 @@ def test_operator_equals_pure_module_over_random_streams(replay_factory):
         records.extend(random_stream(rng, f"QM{i:02d}", n=rng.randint(10, 80)))
     rng.shuffle(records)  # arrival order across queue managers is arbitrary ...
     records.sort(key=lambda r: r["qmgr"])  # ... but each queue manager's own order is kept
-    config = Config.model_validate({"job": {"queue_buckets": 3}})
+    config = Config.model_validate({"job": {"queue_shards": 3}})
     out = replay_factory(records, config)
     got = sorted(
         json.dumps({k: v for k, v in r.items()}, sort_keys=True)
@@ -172,7 +172,7 @@ def test_interest_registration_and_work_available(replay_factory):
             act(6_000, "GET", queue="1PAYTRAN", qmgr="PLEX1"),
             act(7_000, "PUT", queue="1PAYTRAN", qmgr="PLEX1"),
         ],
-        Config.model_validate({"job": {"queue_buckets": 3}}),
+        Config.model_validate({"job": {"queue_shards": 3}}),
     )
     notes = [(n["client"], n["queue"], n["ts"] - T0) for n in of(out, topics.NOTIFY)]
     assert sorted(notes) == sorted(
@@ -270,7 +270,7 @@ def test_a_shared_queue_takes_puts_on_one_member_and_gets_on_another_as_one_queu
     configuration does not share is refused."""
     config = Config.model_validate(
         {
-            "job": {"queue_buckets": 3},
+            "job": {"queue_shards": 3},
             "monitor": {"stall_clear_hold": "5 seconds"},
             "qsgs": [{"name": "QSG1", "members": ["QM1", "QM2"], "shared_queues": ["PAY.*"]}],
             "queues": [

@@ -20,7 +20,7 @@ from tests.streams import STRUCTURE_CONFIG, random_structure_stream
 pytestmark = pytest.mark.spark
 
 T0 = 1_700_000_000_000
-CONFIG = Config.model_validate({"job": {"queue_buckets": 2}, **STRUCTURE_CONFIG})
+CONFIG = Config.model_validate({"job": {"queue_shards": 2}, **STRUCTURE_CONFIG})
 
 
 _ids = itertools.count(1)
@@ -133,7 +133,7 @@ def test_structure_operator_equals_pure_module_over_random_streams(replay_factor
 
 EXACT = Config.model_validate(
     {
-        "job": {"queue_buckets": 2},
+        "job": {"queue_shards": 2},
         "structures": [
             {"strname": "LONGQ", "size": 20, "lgmsgsz": 1024},  # 40 elements
             {"strname": "SMALLOVF", "size": 30, "ovflwstr": "OVFS", "ovflwsize": 10},  # 60 + 20 elements

@@ -85,7 +85,7 @@ def test_a_0_4_value_is_migrated_to_this_qmons_state():
 
     assert state_0_4.is_0_4(msgpack.unpackb(QUEUE_UNIT, raw=False))
     settings = MonitorSettings()
-    group = stored.load_group(
+    group = stored.load_queue_unit(
         state_0_4.upgrade(msgpack.unpackb(QUEUE_UNIT, raw=False), lambda q: settings.attrs_for(q)["QDPMAXEV"])
     )
     shard = stored.loads(group["shards"]["QM1"]["1"])

@@ -10,7 +10,7 @@ from qmon.core.reference import run_reference
 from qmon.core.sharing import QueueSharingGroup, Sharing
 from qmon.streaming.state_export import QUEUE, QUEUE_MANAGER, import_records, unit_lines
 from tests.streaming.routed import command, frame, put, row
-from tests.streaming.test_operator_groups import KEY, Groups
+from tests.streaming.test_operator_units import KEY, Groups
 
 T0 = 1_700_000_000_000
 SETTINGS = MonitorSettings(queue_defaults=(QueueDefaults("PAY.*", {"QSVCINT": 5_000, "QSVCIEV": "HIGH"}),))

@@ -32,13 +32,13 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     first = placement(spark, ckpt, names, 6, 8)
     assert sorted(partition(spark, n, b, 4) for n, b in first.structures.items()) == [0, 1, 2, 3]
     assert [partition(spark, "", b, 4, unit="Q") for b in first.queue_units] == [0, 1, 2, 3, 0, 1]
-    assert len(set(first.queue_units)) == 6 and first.queue_buckets == 8
+    assert len(set(first.queue_units)) == 6 and first.queue_shards == 8
     saved = json.loads((tmp_path / "ckpt" / FILE).read_text())
     assert saved == {
         "partitions": 4,
         "structures": first.structures,
         "queue_units": first.queue_units,
-        "queue_buckets": 8,
+        "queue_shards": 8,
         "state_version": STATE_VERSION,
     }
     # a restart with another shuffle setting, other unit and shard counts and one more structure: the
@@ -47,7 +47,7 @@ def test_structures_get_partitions_of_their_own_and_keep_them(spark, tmp_path, s
     spark.conf.set("spark.sql.shuffle.partitions", "2")
     again = placement(spark, ckpt, [*names, "MSGQ3"], 2, 3)
     assert {n: again.structures[n] for n in names} == first.structures
-    assert (again.queue_units, again.queue_buckets) == (first.queue_units, 8)
+    assert (again.queue_units, again.queue_shards) == (first.queue_units, 8)
     assert json.loads((tmp_path / "ckpt" / FILE).read_text())["partitions"] == 4
     # job.queue_units unset: one group per shuffle partition
     assert len(placement(spark, str(tmp_path / "other"), [], None, 8).queue_units) == 2
@@ -96,7 +96,8 @@ def test_a_checkpoint_qmon_0_4_wrote_is_carried_on_unless_queue_sharing_groups_a
     (ckpt / FILE).write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="while no queue-sharing group is configured"):
         placement(spark, str(ckpt), [], 4, 8, queue_sharing_groups=True)
-    assert placement(spark, str(ckpt), [], 2, 8).queue_units == [0, 1]
+    placed = placement(spark, str(ckpt), [], 2, 16)
+    assert (placed.queue_units, placed.queue_shards) == ([0, 1], 8)  # (qmon 0.4 named the shards queue_buckets)
     assert json.loads((ckpt / FILE).read_text())["state_version"] == STATE_VERSION
 
 

@@ -32,13 +32,15 @@ class JobConfig(Frozen):
     input_tasks: int | None = Field(
         None, ge=1, le=10_000, description="tasks reading the input per batch (default: one per Kafka partition)"
     )
-    queue_buckets: int = Field(8, ge=1, le=4096, description="shards per queue manager; fixed for a checkpoint")
+    queue_shards: int = Field(
+        8, ge=1, le=4096, description="shards per queue manager (and per queue-sharing group); fixed for a checkpoint"
+    )
     queue_units: int | None = Field(
         None,
         ge=1,
         le=4096,
-        description="groups the queue managers' shards are kept in, each a key of the operator (default: one per "
-        "shuffle partition of the checkpoint); fixed for a checkpoint",
+        description="queue units the shards are kept in, each a key of the operator (default: one per shuffle "
+        "partition of the checkpoint); fixed for a checkpoint",
     )
     watermark_delay: str = Field(
         "5 seconds", description="how far the arrival clock's watermark trails the newest record (a duration)"

@@ -3,6 +3,7 @@ the file, the line and the key at fault, and what would fix it."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from qmon.core.config.model import At, Config
+
+logger = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -109,6 +112,38 @@ def _with_definitions(path: Path, doc: dict) -> dict:
     return doc
 
 
+#: keys a qmon release has renamed (section.old -> its new name in the same section): read as the new one, with a
+#: warning naming the file and line
+RENAMED_KEYS = {"job.queue_buckets": "queue_shards"}
+
+
+def _renamed(path: Path, doc: dict) -> dict:
+    """``doc`` with each key of ``RENAMED_KEYS`` under its new name (a file that gives both names is refused)."""
+    for old, new in RENAMED_KEYS.items():
+        section, key = old.split(".")
+        body = doc.get(section)
+        if not isinstance(body, dict) or key not in body:
+            continue
+        line = body.get("__lines__", {}).get(key, "?")
+        if new in body:
+            raise ConfigError(f"{path}: line {line}: {old}: give {section}.{new} only ({old} is its former name)")
+        body = dict(body)
+        body[new] = body.pop(key)
+        body["__lines__"] = {**body.get("__lines__", {}), new: line}
+        logger.warning(
+            "%s: line %s: %s is named %s.%s; rename the key (read as %s.%s)",
+            path,
+            line,
+            old,
+            section,
+            new,
+            section,
+            new,
+        )
+        doc = {**doc, section: body}
+    return doc
+
+
 #: keys a qmon release has removed, and why (said instead of "unknown key")
 REMOVED_KEYS = {
     "monitor.dedup_state": "duplicates are always found by the check ahead of the monitor, by 10-second slice of ts",
@@ -136,7 +171,7 @@ def load_config(path: str | Path | None) -> Config:
         raise ConfigError(f"{path}: {where}: not valid YAML: {problem}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: line 1: the file must be a mapping of sections (kafka, job, monitor, queues, ...)")
-    doc = _with_definitions(path, doc)
+    doc = _renamed(path, _with_definitions(path, doc))
     try:
         return Config.model_validate(_strip(doc))
     except ValidationError as exc:

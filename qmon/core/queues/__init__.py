@@ -26,7 +26,7 @@ algorithm") and *Queue depth events*, plus qmon's stall alert:
   erratic consumer is one episode, not one per get.
 
 The monitor is a *shard* of one queue manager: the Spark job splits a queue
-manager's queues over a few shards (buckets) so that the fixed per-key cost of
+manager's queues over a few shards so that the fixed per-key cost of
 a stateful operator is paid per shard, not per queue.  A shard holds the
 queue-manager settings (PERFMEV) itself, because every command that concerns
 the whole queue manager is delivered to every shard.

@@ -1,5 +1,5 @@
 """One queue-manager shard's rules in one object: ``QueueMonitor`` applies activity, commands and timers to a
-shard's state and returns the records they raise.  It is made of parts, one concept each, over the shard they
+shard's state and returns the records they raise.  It is made of components, one concept each, over the shard they
 share (``shard``): service interval and depth events (``service_interval``), the stall alert (``stall``), fill
 forecasts (``fill_forecast``), MQSC and statistics (``commands``), bounded state (``retention``), snapshots
 (``snapshot``).  Pure."""
@@ -28,7 +28,7 @@ from qmon.core.records import Activity, Emit
 class QueueMonitor:
     """The per-queue rules for one shard of one queue manager.
 
-    Its parts, each given the shard (settings, state, the queues' helpers) and the other parts it calls:
+    Its components, each given the shard (settings, state, the queues' helpers) and the other components it calls:
 
     * ``service_interval``: a put, get or START on the depth, the service timer, statistics and performance
       events; it tells ``stall`` of a START and of a get while a stall fires;

@@ -1,4 +1,4 @@
-"""What every part of a queue-manager shard's rules shares: its settings and state, the queues' attributes
+"""What every component of a queue-manager shard's rules shares: its settings and state, the queues' attributes
 and statistics, and how a performance event is made.  Pure."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ REASON_NAMES = {
 
 
 class Shard:
-    """One shard of one queue manager: its settings, its state and the helpers every part of its rules uses
-    (``QueueMonitor`` gives each part the shard, and the other parts it calls)."""
+    """One shard of one queue manager: its settings, its state and the helpers every component of its rules uses
+    (``QueueMonitor`` gives each part the shard, and the other components it calls)."""
 
     def __init__(
         self,

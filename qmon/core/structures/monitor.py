@@ -1,5 +1,5 @@
 """One structure's rules in one object: ``StructureMonitor`` applies puts, gets and timers to a structure's
-state and returns the records they raise.  It is made of parts, one concept each, over the structure they share
+state and returns the records they raise.  It is made of components, one concept each, over the structure they share
 (``structure``): data elements (``accounting``), alter and overflow mode (``overflow``), full and near full
 (``full``), fill forecasts (``fill_forecast``).  Pure."""
 
@@ -24,7 +24,7 @@ from qmon.core.structures.structure import Structure
 class StructureMonitor:
     """The state and rules of one primary structure (and its overflow structure).
 
-    Its parts, each given the structure (definition, state, measures, alerts) and the other parts it calls:
+    Its components, each given the structure (definition, state, measures, alerts) and the other components it calls:
 
     * ``data_elements``: a put or a get on the data elements in use; after it, it calls ``overflow`` (OVFLWMAX
       reached or left, overflow mode ended) and ``full`` (near full, the holds);

@@ -1,4 +1,4 @@
-"""What every part of a structure's rules shares: its definition, its state and its measures, and how an
+"""What every component of a structure's rules shares: its definition, its state and its measures, and how an
 alert about it is made.  Pure."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from qmon.core.structures.state import STATE_VERSION, StateVersionError, Structu
 
 
 class Structure:
-    """One primary structure (and its overflow structure): definition, state, measures, alerts; what every part
-    of its rules uses (``StructureMonitor`` gives each part the structure, and the other parts it calls).  Its
-    ``definition`` and ``state`` stay the same objects for the monitor's life, so a part may keep them."""
+    """One primary structure (and its overflow structure): definition, state, measures, alerts; what every component
+    of its rules uses (``StructureMonitor`` gives each component the structure, and the other components it calls).  Its
+    ``definition`` and ``state`` stay the same objects for the monitor's life, so a component may keep them."""
 
     def __init__(
         self,

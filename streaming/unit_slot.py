@@ -1,5 +1,5 @@
 """An ``applyInPandasWithState`` group's stored value: the unit's state and the records it holds for event-time
-order (``GroupSlot``)."""
+order (``UnitSlot``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from qmon.streaming import state_0_4
 from qmon.streaming.event_order import Held
 
 
-class GroupSlot:
+class UnitSlot:
     """An ``applyInPandasWithState`` group's state: the unit's value, the records it holds for event-time
     order (``held``, ``streaming.event_order``), and the group's event-time timeout; written once, by
     ``commit``, at the end of a call.

@@ -20,9 +20,9 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.group_slot import GroupSlot
 from qmon.streaming.operators import Monitor
 from qmon.streaming.rows import LATE, ROUTED, STATE
+from qmon.streaming.unit_slot import UnitSlot
 from qmon.streaming.unit_step import _joined, sorted_input
 from tests.streaming.routed import command, decoded, frame, put, row
 
@@ -74,8 +74,8 @@ class Groups:
         outs = [o for o in outs if not o.empty]
         return pd.concat(outs, ignore_index=True) if outs else pd.DataFrame()
 
-    def group(self, key: Any = KEY) -> stored.ShardGroup:
-        return stored.load_group(GroupSlot.unit_value(self.values[key][0]))
+    def group(self, key: Any = KEY) -> stored.QueueUnitState:
+        return stored.load_queue_unit(UnitSlot.unit_value(self.values[key][0]))
 
     def shard(self, key: Any = KEY, qmgr: str = "QM1", shard: int = 0) -> dict[str, Any]:
         return stored.loads(self.group(key)["shards"][qmgr][str(shard)])

@@ -116,7 +116,7 @@ class Held:
         ts = pdf["ts"].values
         record = ~(marks | passing)
         if before is not None:
-            counted = record & (kinds != Kind.STRUCTURE_ACTIVITY.value)  # (a record once, not its copy)
+            counted = record & (kinds != Kind.STRUCTURE_COPY.value)  # (a record once, not its copy)
             self.late += int((ts[counted] < before).sum())
         if self.rows:  # the held records join this call's, in order, then all are sorted out again
             records = self._with_held(pdf[record], order)

@@ -1,6 +1,6 @@
 """The stateful operator: load state, call the pure rules, reconcile the unit's timer, save state.
 
-``monitor_groups`` (for ``applyInPandasWithState``) is keyed by (unit, unit_name, bucket) and serves two
+``UnitOperator`` (the function ``applyInPandasWithState`` calls) is keyed by (unit, unit_name, bucket) and serves two
 kinds of unit:
 
 * ``QueueUnit`` (unit Q): queue-manager shards kept under one key, each shard of a queue manager's queues (or of a
@@ -43,7 +43,7 @@ from qmon.streaming.unit_step import passed_through, sorted_input
 from qmon.streaming.worker import freeze_imports
 
 
-class Monitor:
+class UnitOperator:
     """The units of both kinds, and the one function ``applyInPandasWithState`` calls per group."""
 
     def __init__(

@@ -13,7 +13,7 @@ file it encodes into the same rows.  Both therefore run the same steps:
 5. **order** (``streaming.dedup``, ``streaming.event_order``): one watermark on the arrival clock; the duplicate
    check over one row a record, which also marks how far each input partition has got; then ``route.copies``
    makes the structures' copies and gives each mark to every unit.
-6. **monitor** (``streaming.operators.Monitor``, ``applyInPandasWithState``): each unit applies the rules
+6. **monitor** (``streaming.operators.UnitOperator``, ``applyInPandasWithState``): each unit applies the rules
    (``qmon.core``) in event-time order, then
 7. **encode** (``streaming.encode``): its outputs Avro-encoded into rows of ``rows.OUTPUT``.
 8. **sink** (``streaming.sink``): each value framed with its schema id (with a schema registry) and written to
@@ -76,7 +76,7 @@ def build(
     """
     from qmon.core.config import duration_ms
     from qmon.core.structures import StructureSettings
-    from qmon.streaming.operators import Monitor
+    from qmon.streaming.operators import UnitOperator
     from qmon.streaming.rows import STATE
 
     names = topics.physical_map(prefix)
@@ -97,7 +97,7 @@ def build(
     routed = copies(checked, structure_buckets, unit_keys)
     grouped = routed.groupBy("unit", "unit_name", "bucket")
     args = (settings, structure_settings or StructureSettings(), ttl_ms, max_lateness_ms)
-    events = grouped.applyInPandasWithState(Monitor(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")
+    events = grouped.applyInPandasWithState(UnitOperator(*args), OUTPUT, STATE, "Append", "EventTimeTimeout")
     # records applied late, counted per batch in the query's progress (observedMetrics), then dropped
     late = F.sum(F.when(F.col("topic") == LATE, F.col("order_seq")).otherwise(F.lit(0)))
     events = events.observe(ORDER_METRICS, late.alias("late_records")).filter(F.col("topic") != LATE)

@@ -299,7 +299,7 @@ def copies(
         "bucket": _structure_bucket(F.col("structure"), structure_buckets),
         "shard": F.lit(None),
         "qsg": F.lit(None),
-        "kind": F.lit(Kind.STRUCTURE_ACTIVITY.value),
+        "kind": F.lit(Kind.STRUCTURE_COPY.value),
     }
     marks = [row({"unit": F.lit(u), "unit_name": F.lit(n), "bucket": F.lit(b)}) for u, n, b in unit_keys]
     copied = (F.col("kind") == Kind.ACTIVITY.value) & F.col("structure").isNotNull()

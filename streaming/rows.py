@@ -34,7 +34,7 @@ class Kind(StrEnum):
     """What a routed row carries."""
 
     ACTIVITY = "A"  # a QueueActivity record, for its queue manager's shard
-    STRUCTURE_ACTIVITY = "S"  # the same record, for the structure it names
+    STRUCTURE_COPY = "T"  # an ACTIVITY row's copy for the structure it names (``route.copies``)
     COMMAND = "C"  # an MQSC command (``payload``: its text), for one shard or for every shard
     JOURNAL = "J"  # a JournalStatus record (``payload``: its fields as JSON)
     PASS = "P"  # an output already encoded upstream (a dead letter, an invalid command's reply): passed through

@@ -114,7 +114,7 @@ def _queue_line(owner: str, name: str, blob: Any) -> dict[str, Any]:
 
 def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, Any]]:
     """The export's lines of one unit's value in a 0.4 checkpoint (values as stored: bytes still bytes)."""
-    if unit == "S":
+    if unit == "S":  # (a structure unit: streaming.rows.Unit.STRUCTURE)
         structure = _public(_versioned(value, f"structure {unit_name}"))
         queues = {name: _public(load_queue(q)) for name, q in structure.pop("queues", {}).items()}
         yield {"kind": "structure", "structure": unit_name, **structure, "queues": queues}

@@ -35,6 +35,7 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.records import Activity
 from qmon.core.state_version import STATE_VERSION
 from qmon.streaming import state as stored
+from qmon.streaming.rows import Unit
 
 #: a line's kinds
 QUEUE_MANAGER, QUEUE, STRUCTURE = "queue_manager", "queue", "structure"
@@ -58,7 +59,7 @@ def unit_lines(unit: str, unit_name: str, value: bytes) -> Iterator[dict[str, An
     blob = msgpack.unpackb(value, raw=False).get("unit")
     if blob is None:
         return
-    if unit == "S":
+    if unit == Unit.STRUCTURE:
         structure = stored.loads(blob)
         queues = {name: stored.load_queue(q) for name, q in structure.pop("queues", {}).items()}
         yield {"kind": STRUCTURE, "structure": unit_name, **_jsonable(structure), "queues": _jsonable(queues)}

@@ -20,7 +20,7 @@ from qmon.core.queues import MonitorSettings
 from qmon.core.structures import StructureSettings
 from qmon.core.timeconv import to_ms
 from qmon.streaming import state as stored
-from qmon.streaming.operators import Monitor
+from qmon.streaming.operators import UnitOperator
 from qmon.streaming.rows import LATE, ROUTED, STATE
 from qmon.streaming.unit_slot import UnitSlot
 from qmon.streaming.unit_step import _joined, sorted_input
@@ -33,7 +33,7 @@ class Groups:
     """What Spark keeps for each group between calls: its value and its timeout; the watermark is the batch's."""
 
     def __init__(self, ttl_ms: int = 0, settings: MonitorSettings | None = None) -> None:
-        self.monitor = Monitor(settings or MonitorSettings(), StructureSettings(), ttl_ms)
+        self.monitor = UnitOperator(settings or MonitorSettings(), StructureSettings(), ttl_ms)
         self.values: dict[Any, tuple[Any, ...]] = {}
         self.timeouts: dict[Any, int] = {}
         self.watermark = 0

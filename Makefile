@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
-.PHONY: help setup servers demo test test-fast lint format typecheck docs dashboard ci bench wheel dist clean
+.PHONY: help setup servers demo test test-fast lint format typecheck docs dashboard ci bench bench-scale bench-soak wheel dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -73,6 +73,14 @@ ci: lint typecheck docs test ## what CI runs (.ci/run): lint, typecheck, the doc
 
 bench: setup ## the steady-state targets in one run, side by side (with Quix Streams if .venv-quix exists; how long: docs/benchmarks.md)
 	$(PY) benchmarks/throughput.py --targets --warmup 150 --event-ids uuid $(if $(wildcard .venv-quix/bin/python),--quix-python .venv-quix/bin/python,)
+
+bench-scale: setup ## throughput over 10,000, 100,000 and 1,000,000 queues, a run each (docs/benchmarks.md, Scale)
+	for queues in 10000 100000 1000000; do \
+		$(PY) benchmarks/throughput.py --records 300000 1000000 --queues $$queues --event-ids uuid || exit 1; \
+	done
+
+bench-soak: setup ## 30 minutes at 2,000 records/s over 100,000 queues: a line a minute, soak.csv and soak.png (docs/benchmarks.md, Soak)
+	$(PY) benchmarks/throughput.py --soak 30 --rate 2000 --queues 100000
 
 clean: ## remove the venv and caches (not the Maven/Ivy caches in your home)
 	rm -rf $(VENV) .pytest_cache *.egg-info build dist

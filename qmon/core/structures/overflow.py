@@ -5,6 +5,7 @@ ones (IMS, *CQS structure overflow function*).  Pure."""
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from qmon.core import topics
@@ -121,21 +122,23 @@ class AlterAndOverflow:
         d, st, s = self.definition, self.state, self.structure
         assert d is not None
         usage_before = s.usage()
-        pool = sorted(
-            (
-                (q["elements"], name)
-                for name, q in st["queues"].items()
-                if queue_type(name) not in STAGING_TYPES and not q["in_overflow"] and q["elements"] > 0
-            ),
-            key=lambda x: (-x[0], x[1]),
-        )
+        # the queues by elements, most first (then by name), taken from a heap as they are offered: a structure
+        # may hold a million queues, of which a selection offers a few
+        pool = [
+            (-q["elements"], name)
+            for name, q in st["queues"].items()
+            if queue_type(name) not in STAGING_TYPES and not q["in_overflow"] and q["elements"] > 0
+        ]
+        heapq.heapify(pool)
         remaining = st["used"]
         ovf_free = s.ovf_capacity - st["overflow_used"]
         candidates: list[dict[str, Any]] = []
         approved: list[str] = []
-        for el, name in pool:
+        while pool:
             if remaining * 100 <= d.target * s.capacity or len(approved) >= MAX_APPROVED:
                 break
+            minus_el, name = heapq.heappop(pool)
+            el = -minus_el
             decision = self.settings.overflow_exit.decide(s.name, name, el)
             fits = not d.ovflwstr or el <= ovf_free  # the overflow structure has a size
             candidates.append(

@@ -99,7 +99,8 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
     )
     too_long = activity(6, "PUT", 9_000, queue="Q" * 60)
     negative = activity(7, "PUT", 9_500, depth_after=-5)
-    bad = [b"\xff" * 40, b"", truncated, wrong_schema, too_long, negative]
+    left_over = avro.encode("QueueActivity", activity(8, "PUT", 9_800)) + b"\x00"  # a byte after the record
+    bad = [b"\xff" * 40, b"", truncated, wrong_schema, too_long, negative, left_over]
     produced = produce_activity(kafka_bootstrap, prefix, [*good, valid_framed, *bad])
     assert run(config, kafka_bootstrap, str(tmp_path / "ckpt"), available_now=True, spark=spark) == 0
 
@@ -110,6 +111,7 @@ def test_dead_letters_replies_and_counts(spark, kafka_bootstrap, prefix, tmp_pat
     assert sorted(d["value"] for d in activity_dead) == sorted(bad_values)  # original bytes, untouched
     reasons = {bytes(d["value"]): d["reason_name"] for d in activity_dead}
     assert reasons[truncated] == "QMON_UNDECODABLE" and reasons[b""] == "QMON_UNDECODABLE"
+    assert reasons[left_over] == "QMON_UNDECODABLE"
     assert reasons[avro.encode("QueueActivity", too_long)] == "QMON_INVALID_FIELD"
     assert reasons[avro.encode("QueueActivity", negative)] == "QMON_INVALID_FIELD"
     assert all(d["reason"] > 65536 and d["format"] == "QueueActivity" and d["error"] for d in activity_dead)

@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 MIB = 2**20
 
 
+def send(producer: Any, topic: str, key: bytes, value: bytes) -> None:
+    """Produce one record, waiting for room in the producer's queue when it is full."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
 def checkpoint_bytes(path: str | Path) -> int:
     """The sizes of the files under ``path`` summed (0 when it does not exist).  The query writes and deletes
     files while this walks: a file gone by the time it is looked at is not counted."""
@@ -323,12 +333,7 @@ def run(
                 while time.monotonic() < due:
                     time.sleep(0.001)
                 k, v = next(records)
-                while True:
-                    try:
-                        p.produce(src, key=k, value=v)
-                        break
-                    except BufferError:
-                        p.poll(0.05)
+                send(p, src, k, v)
                 i += 1
                 if i % 1000 == 0:
                     p.poll(0)

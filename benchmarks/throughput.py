@@ -146,13 +146,7 @@ def produce(bootstrap: str, topic: str, rows: Iterable[tuple[bytes, bytes]]) -> 
     p = Producer(client_config(bootstrap, **conf))
     t = time.perf_counter()
     for i, (k, v) in enumerate(rows):
-        while True:
-            try:
-                # queue partition by key: one queue's records stay in order in one partition
-                p.produce(topic, key=k, value=v)
-                break
-            except BufferError:
-                p.poll(0.05)
+        soak.send(p, topic, k, v)  # (partitioned by key: one queue's records stay in order in one partition)
         if i % 10000 == 0:
             p.poll(0)
     p.flush(120)
@@ -315,12 +309,7 @@ def baseline(bootstrap: str, prefix: str, config: Config, n: int) -> tuple[float
     def emit(e: Any) -> None:
         ids.add(e.record["event_id"])
         value = avro.encode(topics.RECORD_OF[e.topic], e.record)
-        while True:
-            try:
-                p.produce(topics.physical(e.topic, out_prefix), key=e.key.encode(), value=value)
-                return
-            except BufferError:
-                p.poll(0.05)
+        soak.send(p, topics.physical(e.topic, out_prefix), e.key.encode(), value)
 
     pending = {pid: 0 for pid in parts}
     while seen < n:

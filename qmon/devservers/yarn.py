@@ -237,6 +237,20 @@ def client_files(addresses: Mapping[str, str]) -> dict[str, str]:
     return {"yarn-site.xml": site_xml(yarn), "core-site.xml": site_xml({"fs.defaultFS": "file:///"})}
 
 
+def spark_submit_conf(spark_home: Path, staging_dir: Path, env_link: str = "env") -> dict[str, str]:
+    """spark-submit's settings for this cluster, with ``--archives <packed environment>#<env_link>``: Spark's jars
+    named where they already are on this machine (``local:``: every NodeManager is here), rather than zipped and
+    uploaded by every submission (PySpark's jars are some 460 MB); the staging directory on the local file system; the
+    application master's and the executors' Python from the unpacked archive."""
+    python = f"./{env_link}/bin/python"
+    return {
+        "spark.yarn.jars": f"local:{spark_home / 'jars'}/*",
+        "spark.yarn.stagingDir": staging_dir.resolve().as_uri(),
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+    }
+
+
 def parse_line(line: str) -> tuple[str, list[str]] | None:
     """One line of the launcher's output as (word, the rest split on blanks); None for a line not its own."""
     if not line.startswith(PREFIX):
@@ -307,6 +321,10 @@ class YarnCluster:
     def nm_root(self) -> Path:
         """Where MiniYARNCluster keeps its NodeManagers' local and log directories."""
         return self.workdir / "target" / self.name
+
+    def client_env(self) -> dict[str, str]:
+        """The environment variables that point spark-submit at this cluster."""
+        return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
 
     def container_logs(self) -> list[Path]:
         """Every container's log files (stdout, stderr, ...) the NodeManagers have written so far."""

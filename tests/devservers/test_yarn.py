@@ -9,7 +9,16 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from qmon.devservers.yarn import LAUNCHER_SOURCE, client_files, cluster_conf, leftovers, parse_line, site_xml
+from qmon.devservers.yarn import (
+    LAUNCHER_SOURCE,
+    YarnCluster,
+    client_files,
+    cluster_conf,
+    leftovers,
+    parse_line,
+    site_xml,
+    spark_submit_conf,
+)
 
 
 def properties(text: str) -> dict[str, str]:
@@ -97,3 +106,20 @@ def test_a_process_working_in_the_node_managers_directories_is_left_over_and_thi
         for p in (child, named, elsewhere):
             p.kill()
             p.wait()
+
+
+def test_spark_submit_is_given_sparks_jars_in_place_a_local_staging_directory_and_the_archives_python(tmp_path: Path):
+    conf = spark_submit_conf(Path("/venv/pyspark"), tmp_path / "staging", env_link="env")
+    assert conf["spark.yarn.jars"] == "local:/venv/pyspark/jars/*"
+    assert conf["spark.yarn.stagingDir"] == (tmp_path / "staging").resolve().as_uri()
+    assert conf["spark.yarn.stagingDir"].startswith("file:///")
+    assert (
+        conf["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == conf["spark.executorEnv.PYSPARK_PYTHON"] == "./env/bin/python"
+    )
+
+
+def test_the_client_environment_names_the_clusters_configuration_directory(tmp_path: Path):
+    cluster = YarnCluster(tmp_path)
+    assert cluster.client_env() == {"HADOOP_CONF_DIR": str(tmp_path / "conf"), "YARN_CONF_DIR": str(tmp_path / "conf")}
+    assert cluster.nm_root == tmp_path / "target" / "qmon-yarn"
+    assert cluster.container_logs() == []

@@ -109,3 +109,23 @@ def activity(r: dict[str, Any], seq: int) -> Any:
     from qmon.core.records import Activity
 
     return Activity.of(r, clock=r["ts"], seq=seq)
+
+
+def raised_by_the_clock_alone(records: list[dict[str, Any]], config: dict[str, Any]) -> set[str]:
+    """The event ids of the outputs the pure rules raise over ``records`` only once the arrival clock passes the
+    end of the input (a queue that stalls, a hold that ends, a scan that falls due after its last record).
+
+    ``qmon replay``'s clock is ``ts``, so it raises them; a backlog produced in a moment and then read by the live
+    job has an arrival clock that spans that moment, not the records' ``ts``, so the job does not.  A test that
+    compares such a run with replay takes an input where this is empty."""
+    from qmon.core.config import Config
+    from qmon.core.reference import run_reference
+
+    cfg = Config.model_validate(config)
+    end = max(r["ts"] for r in records)
+
+    def ids(final_clock: int | None) -> set[str]:
+        out = run_reference(records, cfg.monitor_settings(), final_clock, cfg.structure_settings())
+        return {e.record["event_id"] for e in out}
+
+    return ids(end) - ids(None)

@@ -25,7 +25,7 @@ from qmon.core import topics
 from qmon.core.config import Config
 from qmon.devservers.spark_cluster import spark_home
 from tests.conftest import ROOT
-from tests.streams import STRUCTURE_CONFIG, random_stream, random_structure_stream
+from tests.streams import STRUCTURE_CONFIG, raised_by_the_clock_alone, random_stream, random_structure_stream
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -122,6 +122,8 @@ def test_the_job_across_four_hosts_gives_replays_answer_and_outlives_a_worker_ho
     job = {"queue_shards": 2, "shuffle_partitions": 4, "watermark_delay": "0 seconds"}
     job |= {"max_offsets_per_trigger": 50, "trigger": "200 ms"}
     config = {"kafka": {"partitions": 2}, "job": job, **STRUCTURE_CONFIG}
+    # outputs event time alone decides: a backlog produced in a moment has an arrival clock of a moment
+    assert not raised_by_the_clock_alone(records, config)
     cfg = tmp_path / "qmon.yaml"
     cfg.write_text(json.dumps(config))
     inp = tmp_path / "in.jsonl"

@@ -7,7 +7,8 @@ it into an archive for ``spark-submit --archives dist/qmon-env.tar.gz#environmen
 ``spark.pyspark.python=./environment/bin/python``: the way of PySpark's documentation ("Python Package Management",
 *Using Virtualenv*).  venv-pack keeps the interpreter as a link to the Python it was built with (``--python``,
 default the interpreter that created this one's virtual environment): every host that unpacks the archive needs that
-Python at that path.  ``make dist`` runs it.
+Python at that path.  PySpark's copy of Spark's jars (some 460 MB) is left out: the archive's Python always runs
+beside a Spark that has its own (``drop_spark_jars``).  ``make dist`` runs it.
 
 ``--no-deps`` installs the wheel alone (a quick check of the packing; such an archive cannot run the job).
 """
@@ -26,6 +27,17 @@ from pathlib import Path
 def base_python() -> str:
     """The interpreter this one's virtual environment was made from (itself outside one)."""
     return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def drop_spark_jars(env: Path) -> int:
+    """Remove PySpark's own copy of Spark's jars from the environment ``env``; the bytes removed.  The archive's
+    Python runs beside a Spark that has them (an executor's JVM, YARN's application master, the driver's
+    spark-submit): PySpark's Python workers, and a driver whose JVM spark-submit started, never read them."""
+    removed = 0
+    for jars in (env / "lib").glob("python*/site-packages/pyspark/jars"):
+        removed += sum(f.stat().st_size for f in jars.rglob("*") if f.is_file())
+        shutil.rmtree(jars)
+    return removed
 
 
 def pack(wheel: Path, output: Path, python: str | None = None, deps: bool = True) -> Path:
@@ -52,6 +64,7 @@ def pack(wheel: Path, output: Path, python: str | None = None, deps: bool = True
         found = ran.stdout.strip()
         if ran.returncode != 0 or not Path(found).resolve().is_relative_to(env.resolve()):
             raise SystemExit(f"pack_env: the new environment does not run qmon from its own files:\n{ran.stderr}")
+        drop_spark_jars(env)
         output.parent.mkdir(parents=True, exist_ok=True)
         venv_pack.pack(prefix=str(env), output=str(output), force=True)
         umask = os.umask(0)

@@ -243,3 +243,22 @@ def test_the_image_runs_qmon_and_spark_on_kubernetes_driver_and_executor_contain
         "--resourceProfileId": "0",
         "--podName": "qmon-exec-3",
     }
+
+
+def test_the_packed_environment_leaves_out_pysparks_copy_of_sparks_jars_and_nothing_else(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pack_env", ROOT / "deploy" / "pack_env.py")
+    assert spec is not None and spec.loader is not None
+    pack_env = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pack_env)
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    for name, size in (("pyspark/jars/spark-core.jar", 300), ("pyspark/jars/sub/x.jar", 20), ("pyspark/sql/a.py", 7)):
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_bytes(b"x" * size)
+    (site / "pyarrow").mkdir()
+    (site / "pyarrow" / "jars").mkdir()
+    assert pack_env.drop_spark_jars(tmp_path / "env") == 320
+    assert not (site / "pyspark" / "jars").exists()
+    assert (site / "pyspark" / "sql" / "a.py").exists() and (site / "pyarrow" / "jars").is_dir()
+    assert pack_env.drop_spark_jars(tmp_path / "env") == 0

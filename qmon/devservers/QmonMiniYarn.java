@@ -11,7 +11,7 @@
 //   node I NODE_ID STATE CONTAINERS   the answer to "nodes" (CONTAINERS comma-separated, "-" for none)
 //   app ID STATE FINAL_STATUS AM_NODE_ID   the answer to "apps" ("-" for an AM not placed yet)
 //   end                   the last line of an answer to "nodes" or "apps"
-//   stopped-nm I NODE_ID  NodeManager I has stopped (its containers killed, the ResourceManager told)
+//   stopped-nm I NODE_ID  NodeManager I has stopped (its containers killed, its heartbeats ended)
 //   killed-app ID         the ResourceManager was asked to kill that application
 //   error TEXT            a command that could not be carried out
 //   stopped               the cluster has stopped

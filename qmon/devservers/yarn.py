@@ -15,12 +15,13 @@ with YARN's default container executor, in the NodeManagers' directories under `
 stay there (``container_logs``).
 
 While it runs, :class:`YarnCluster` asks the launcher (on its standard input) for the nodes and their containers,
-the applications and the node of each one's application master, and stops one NodeManager (its containers are killed
-and the ResourceManager is told, as when a node is decommissioned) or kills an application.
+the applications and the node of each one's application master, and stops one NodeManager (its containers are killed and
+its heartbeats end: the ResourceManager finds the node lost 10 s later, as when a host fails) or kills an application.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -38,7 +39,7 @@ from typing import TextIO
 from xml.sax.saxutils import escape
 
 from qmon.cache import cache_dir
-from qmon.devservers.local import ServerError, stop_group
+from qmon.devservers.local import ServerError
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,12 @@ _POM = """<?xml version="1.0" encoding="UTF-8"?>
       <groupId>org.bouncycastle</groupId>
       <artifactId>bcpkix-jdk18on</artifactId>
       <version>1.82</version>
+    </dependency>
+    <!-- MiniYARNCluster finds its test directory with Hadoop's GenericTestUtils, which asserts with JUnit 5's API -->
+    <dependency>
+      <groupId>org.junit.jupiter</groupId>
+      <artifactId>junit-jupiter-api</artifactId>
+      <version>5.14.1</version>
     </dependency>
     <!-- the scheduler calls log4j 1's API (org.apache.log4j.Logger); reload4j is what Hadoop 3.5.0 ships, and
          slf4j-reload4j sends Hadoop's slf4j logging to it -->
@@ -209,6 +216,10 @@ def cluster_conf(memory_mb: int, vcores: int, tmp_dir: Path) -> dict[str, str]:
         "yarn.nodemanager.vmem-check-enabled": "false",
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "100.0",
         "yarn.timeline-service.enabled": "false",
+        # a NodeManager that stops heartbeating is lost after 10 s (YARN's default: 10 minutes), and its containers
+        # reported to their application masters as lost; MiniYARNCluster's NodeManagers leave without telling the
+        # ResourceManager, as a host that fails does
+        "yarn.nm.liveness-monitor.expiry-interval-ms": "10000",
         "yarn.scheduler.capacity.root.queues": "default",
         "yarn.scheduler.capacity.root.default.capacity": "100",
         "yarn.scheduler.capacity.root.default.user-limit-factor": "1",
@@ -237,17 +248,14 @@ def client_files(addresses: Mapping[str, str]) -> dict[str, str]:
     return {"yarn-site.xml": site_xml(yarn), "core-site.xml": site_xml({"fs.defaultFS": "file:///"})}
 
 
-def spark_submit_conf(spark_home: Path, staging_dir: Path, env_link: str = "env") -> dict[str, str]:
-    """spark-submit's settings for this cluster, with ``--archives <packed environment>#<env_link>``: Spark's jars
-    named where they already are on this machine (``local:``: every NodeManager is here), rather than zipped and
-    uploaded by every submission (PySpark's jars are some 460 MB); the staging directory on the local file system; the
-    application master's and the executors' Python from the unpacked archive."""
-    python = f"./{env_link}/bin/python"
+def spark_submit_conf(spark_home: Path, staging_dir: Path) -> dict[str, str]:
+    """spark-submit's settings for this cluster, beside those of the cluster guide's command: Spark's jars named where
+    they already are on this machine (``local:``: every NodeManager is here), rather than zipped and uploaded by every
+    submission (PySpark's jars are some 460 MB); the staging directory on the local file system (the cluster's
+    default file system)."""
     return {
         "spark.yarn.jars": f"local:{spark_home / 'jars'}/*",
         "spark.yarn.stagingDir": staging_dir.resolve().as_uri(),
-        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
-        "spark.executorEnv.PYSPARK_PYTHON": python,
     }
 
 
@@ -319,8 +327,9 @@ class YarnCluster:
 
     @property
     def nm_root(self) -> Path:
-        """Where MiniYARNCluster keeps its NodeManagers' local and log directories."""
-        return self.workdir / "target" / self.name
+        """Where MiniYARNCluster keeps its NodeManagers' local and log directories (Hadoop's test directory,
+        ``target/test/data/<name>/yarn-<n>``, below it)."""
+        return self.workdir / "target"
 
     def client_env(self) -> dict[str, str]:
         """The environment variables that point spark-submit at this cluster."""
@@ -328,7 +337,7 @@ class YarnCluster:
 
     def container_logs(self) -> list[Path]:
         """Every container's log files (stdout, stderr, ...) the NodeManagers have written so far."""
-        return sorted(self.nm_root.glob("*-logDir-nm-*/application_*/container_*/*"))
+        return sorted(self.nm_root.glob("test/data/*/*/*-logDir-nm-*/application_*/container_*/*"))
 
     @property
     def running(self) -> bool:
@@ -459,7 +468,8 @@ class YarnCluster:
         return [App(w[0], w[1], w[2], "" if w[3] == "-" else w[3]) for w in self._ask("apps", "end", collect="app")[0]]
 
     def stop_node_manager(self, index: int, timeout: float = 120.0) -> str:
-        """Stop NodeManager ``index``: it kills its containers and tells the ResourceManager it is leaving. Returns
+        """Stop NodeManager ``index``: it kills its containers and its heartbeats end (the ResourceManager finds the
+        node lost after ``yarn.nm.liveness-monitor.expiry-interval-ms``, and its containers with it). Returns
         its node id."""
         return self._ask(f"stop-nm {index}", "stopped-nm", timeout=timeout)[1][1]
 
@@ -467,9 +477,10 @@ class YarnCluster:
         """Ask the ResourceManager to kill an application (``yarn application -kill``)."""
         self._ask(f"kill-app {app_id}", "killed-app")
 
-    def stop(self, timeout: float = 90.0) -> None:
-        """Stop the cluster: end of input to the launcher (its NodeManagers kill their containers), then SIGTERM and
-        SIGKILL to it; then SIGKILL to any container process left in the NodeManagers' directories."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the cluster: end of input to the launcher (its NodeManagers kill their containers); after
+        ``timeout`` seconds, SIGKILL to it (a test cluster keeps nothing worth a slower stop); then SIGKILL to any
+        container process left in the NodeManagers' directories."""
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
@@ -477,12 +488,12 @@ class YarnCluster:
                     proc.stdin.close()
                 proc.wait(timeout=timeout)
             except (OSError, subprocess.TimeoutExpired):
-                stop_group(proc, 30.0)  # type: ignore[arg-type]
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         for pid in leftovers(self.nm_root):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def __enter__(self) -> YarnCluster:
         return self.start()

@@ -93,10 +93,13 @@ def test_a_process_working_in_the_node_managers_directories_is_left_over_and_thi
     root = tmp_path / "target" / "qmon-yarn"
     work = root / "qmon-yarn-localDir-nm-0_0" / "container_1"
     work.mkdir(parents=True)
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=work)
-    named = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(60)", str(root / "x")])
-    elsewhere = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path)
+    sleeper = "import time; print('up', flush=True); time.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", sleeper], cwd=work, stdout=subprocess.PIPE)
+    named = subprocess.Popen([sys.executable, "-c", sleeper, str(root / "x")], stdout=subprocess.PIPE)
+    elsewhere = subprocess.Popen([sys.executable, "-c", sleeper], cwd=tmp_path, stdout=subprocess.PIPE)
     try:
+        for p in (child, named, elsewhere):  # (until a child has started its program, it shows this one's command)
+            assert p.stdout is not None and p.stdout.readline() == b"up\n"
         found = leftovers(root)
         assert child.pid in found
         assert named.pid in found
@@ -105,21 +108,18 @@ def test_a_process_working_in_the_node_managers_directories_is_left_over_and_thi
     finally:
         for p in (child, named, elsewhere):
             p.kill()
-            p.wait()
+            p.communicate()
 
 
-def test_spark_submit_is_given_sparks_jars_in_place_a_local_staging_directory_and_the_archives_python(tmp_path: Path):
-    conf = spark_submit_conf(Path("/venv/pyspark"), tmp_path / "staging", env_link="env")
+def test_spark_submit_is_given_sparks_jars_in_place_and_a_local_staging_directory(tmp_path: Path):
+    conf = spark_submit_conf(Path("/venv/pyspark"), tmp_path / "staging")
     assert conf["spark.yarn.jars"] == "local:/venv/pyspark/jars/*"
     assert conf["spark.yarn.stagingDir"] == (tmp_path / "staging").resolve().as_uri()
     assert conf["spark.yarn.stagingDir"].startswith("file:///")
-    assert (
-        conf["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == conf["spark.executorEnv.PYSPARK_PYTHON"] == "./env/bin/python"
-    )
 
 
 def test_the_client_environment_names_the_clusters_configuration_directory(tmp_path: Path):
     cluster = YarnCluster(tmp_path)
     assert cluster.client_env() == {"HADOOP_CONF_DIR": str(tmp_path / "conf"), "YARN_CONF_DIR": str(tmp_path / "conf")}
-    assert cluster.nm_root == tmp_path / "target" / "qmon-yarn"
+    assert cluster.nm_root == tmp_path / "target"
     assert cluster.container_logs() == []

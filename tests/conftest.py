@@ -71,6 +71,19 @@ def _docker_engine() -> bool:
 
 
 @pytest.fixture(scope="session")
+def qmon_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """qmon's wheel, built once a session from this checkout (``make wheel``)."""
+    import sys
+
+    out = tmp_path_factory.mktemp("wheel")
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*build, str(ROOT), "-w", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (whl,) = out.glob("qmon-*.whl")
+    return whl
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("QMON_TEST_BOOTSTRAP"):
         yield os.environ["QMON_TEST_BOOTSTRAP"]

@@ -32,15 +32,13 @@ ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
 
 
 @pytest.mark.timeout(180)
-def test_make_dist_packs_an_environment_whose_python_runs_qmon_from_its_own_files(tmp_path):
+def test_make_dist_packs_an_environment_whose_python_runs_qmon_from_its_own_files(tmp_path, qmon_wheel):
     """``make dist``'s script, on the wheel alone (``--no-deps``: installing and packing the dependencies takes a
     minute or more, too long for the suite), writes an archive with ``bin/python`` and qmon's package, installed from
     the wheel; unpacked elsewhere, as Spark unpacks ``--archives …#environment``, its python finds qmon in its own
     files and prints the application a driver runs."""
     dist = tmp_path / "dist"
-    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*build, str(ROOT), "-w", str(dist)], check=True)
-    (wheel,) = dist.glob("qmon-*.whl")
+    wheel = qmon_wheel
     archive = dist / "qmon-env.tar.gz"
     subprocess.run(
         [sys.executable, str(ROOT / "deploy" / "pack_env.py"), str(wheel), str(archive), "--no-deps"], check=True

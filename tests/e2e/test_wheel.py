@@ -42,13 +42,9 @@ def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, **kw)  # type: ignore[call-overload]
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    build = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(ROOT), "-w", str(out)])
-    assert build.returncode == 0, build.stderr
-    (whl,) = out.glob("qmon-*.whl")
-    return whl
+@pytest.fixture
+def wheel(qmon_wheel: Path) -> Path:
+    return qmon_wheel
 
 
 def test_the_wheel_holds_one_package_with_its_schemas_and_samples(wheel: Path) -> None:

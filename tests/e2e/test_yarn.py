@@ -52,23 +52,15 @@ def _clean_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def packed_env() -> Iterator[Path]:
+def packed_env(qmon_wheel: Path) -> Iterator[Path]:
     """``make dist``: the wheel, then ``deploy/pack_env.py`` packs it with its dependencies.  Written where every user
     may read it, as a cluster's shared archives are: YARN then localizes it once a node (a public resource), not once
     an application."""
     out = Path(tempfile.mkdtemp(prefix="qmon-dist-"))
     out.chmod(0o755)
     try:
-        wheel = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(ROOT), "-w", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert wheel.returncode == 0, wheel.stderr
-        (whl,) = out.glob("qmon-*.whl")
         pack = subprocess.run(
-            [sys.executable, str(ROOT / "deploy" / "pack_env.py"), str(whl), str(out / "qmon-env.tar.gz")],
+            [sys.executable, str(ROOT / "deploy" / "pack_env.py"), str(qmon_wheel), str(out / "qmon-env.tar.gz")],
             capture_output=True,
             text=True,
             timeout=900,

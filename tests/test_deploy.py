@@ -38,10 +38,9 @@ def test_make_dist_packs_an_environment_whose_python_runs_qmon_from_its_own_file
     the wheel; unpacked elsewhere, as Spark unpacks ``--archives …#environment``, its python finds qmon in its own
     files and prints the application a driver runs."""
     dist = tmp_path / "dist"
-    wheel = qmon_wheel
     archive = dist / "qmon-env.tar.gz"
     subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "pack_env.py"), str(wheel), str(archive), "--no-deps"], check=True
+        [sys.executable, str(ROOT / "deploy" / "pack_env.py"), str(qmon_wheel), str(archive), "--no-deps"], check=True
     )
 
     with tarfile.open(archive) as tar:

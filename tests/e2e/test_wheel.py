@@ -42,13 +42,8 @@ def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, **kw)  # type: ignore[call-overload]
 
 
-@pytest.fixture
-def wheel(qmon_wheel: Path) -> Path:
-    return qmon_wheel
-
-
-def test_the_wheel_holds_one_package_with_its_schemas_and_samples(wheel: Path) -> None:
-    names = zipfile.ZipFile(wheel).namelist()
+def test_the_wheel_holds_one_package_with_its_schemas_and_samples(qmon_wheel: Path) -> None:
+    names = zipfile.ZipFile(qmon_wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.startswith("qmon-")}
     assert tops == {"qmon"}  # no top-level `streaming` or `connectors`
     assert "qmon/avro/ControlCommand.avsc" in names and "qmon/avro/QueueActivity.avsc" in names
@@ -67,7 +62,7 @@ def test_the_path_to_give_spark_submit_is_printed(capsys):
 @pytest.mark.kafka
 @pytest.mark.spark
 def test_spark_submit_runs_the_job_from_the_installed_wheel_and_its_conf_wins_over_qmons_defaults(
-    wheel: Path, kafka_bootstrap: str, tmp_path: Path
+    qmon_wheel: Path, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     venv = tmp_path / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
@@ -75,7 +70,8 @@ def test_spark_submit_runs_the_job_from_the_installed_wheel_and_its_conf_wins_ov
     # (without PYTHONPATH: a checkout on it, with the egg-info the wheel's build left, is qmon "already installed")
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     install = _run(
-        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--quiet", str(wheel)], env=clean
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--quiet", str(qmon_wheel)],
+        env=clean,
     )
     assert install.returncode == 0, install.stderr
     site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())

@@ -100,7 +100,6 @@ def _submit(
     work: Path,
     config: dict[str, Any],
     bootstrap: str,
-    extra: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     """The cluster guide's command: ``spark-submit --master yarn --deploy-mode cluster --archives
     qmon-env.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python --files qmon.yaml
@@ -108,7 +107,7 @@ def _submit(
     cfg = work / "qmon.yaml"
     cfg.write_text(json.dumps(config))
     conf = spark_submit_conf(spark_home(), work / "staging")
-    conf |= {"spark.ui.enabled": "false", "spark.yarn.maxAppAttempts": "1", **(extra or {})}
+    conf |= {"spark.ui.enabled": "false", "spark.yarn.maxAppAttempts": "1"}
     command = [str(spark_home() / "bin" / "spark-submit"), "--master", "yarn", "--deploy-mode", "cluster"]
     command += ["--packages", packages(), "--archives", f"{packed_env}#environment"]
     command += ["--conf", "spark.pyspark.python=./environment/bin/python", "--files", str(cfg)]
